@@ -1,0 +1,75 @@
+"""irpass: compiler passes over a tensor-program IR, with plugins for everything else.
+
+The common names of :mod:`irpass.ir` are re-exported here, along with the
+op builders (:mod:`irpass.op`), the evaluator and the text format.
+"""
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
+from . import op
+from .errors import IRPassError, ParseError, TypeInferenceError, WellFormedError
+from .evaluator import evaluate
+from .ir import (
+    Call,
+    Constant,
+    Expr,
+    FuncType,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Op,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+    assert_structural_equal,
+    const,
+    parse,
+    structural_equal,
+    structural_hash,
+    var,
+)
+from .ir.serialize import load, save
+
+try:
+    __version__ = _version("irpass")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "Call",
+    "Constant",
+    "Expr",
+    "FuncType",
+    "Function",
+    "GlobalVar",
+    "IRModule",
+    "IRPassError",
+    "If",
+    "Let",
+    "Op",
+    "ParseError",
+    "TensorType",
+    "Tuple",
+    "TupleGetItem",
+    "TupleType",
+    "Type",
+    "TypeInferenceError",
+    "Var",
+    "WellFormedError",
+    "assert_structural_equal",
+    "const",
+    "evaluate",
+    "load",
+    "op",
+    "parse",
+    "save",
+    "structural_equal",
+    "structural_hash",
+    "var",
+]

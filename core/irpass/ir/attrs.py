@@ -1,0 +1,103 @@
+"""Immutable attribute mappings for calls and functions.
+
+``Attrs`` is a read-only mapping from names to plain values: ``None``, bools,
+ints, floats, strings, and (nested) tuples of those. Lists are stored as
+tuples and numpy scalars as Python scalars, so two ``Attrs`` built from equal
+values are equal and hash the same. Values are also readable as attributes
+(``call.attrs.axis``), as in TVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Attrs", "normalize_attr_value"]
+
+
+def normalize_attr_value(value: Any, field: str) -> Any:
+    """Return ``value`` in canonical immutable form, or raise ``TypeError`` naming ``field``."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(normalize_attr_value(v, f"{field}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, np.ndarray) and value.ndim <= 1:
+        return normalize_attr_value(value.tolist(), field)
+    raise TypeError(
+        f"attribute {field!r} must be None, bool, int, float, str or a tuple of those, "
+        f"got {type(value).__name__} {value!r}"
+    )
+
+
+class Attrs(Mapping[str, Any]):
+    """A read-only, hashable mapping of attribute names to plain values."""
+
+    __slots__ = ("_items", "_hash", "_schema_key")
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        items: dict[str, Any] = {}
+        if values is not None:
+            if not isinstance(values, Mapping):
+                raise TypeError(f"attrs must be a mapping of names to values, got {values!r}")
+            for key, value in values.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"attribute names must be strings, got {key!r}")
+                items[key] = normalize_attr_value(value, key)
+        object.__setattr__(self, "_items", items)
+        object.__setattr__(self, "_hash", None)
+        # Set by Op.make_attrs: the op whose schema these attrs were checked
+        # against, so rebuilding a call with the same attrs skips the check.
+        object.__setattr__(self, "_schema_key", None)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._items[name]
+        except KeyError:
+            raise AttributeError(f"attrs have no field {name!r}; fields: {sorted(self._items)}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Attrs are immutable; use attrs.replace(...) to build new ones")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Attrs):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash(tuple(sorted(self._items.items())))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._items.items())
+        return f"Attrs({inner})"
+
+    def replace(self, **updates: Any) -> Attrs:
+        """Return new attrs with ``updates`` applied (the schema check runs again on use)."""
+        merged = dict(self._items)
+        merged.update(updates)
+        return Attrs(merged)
+
+
+EMPTY_ATTRS = Attrs()

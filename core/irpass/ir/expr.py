@@ -1,0 +1,128 @@
+"""The base class of all IR expressions.
+
+Nodes are immutable: a pass builds new nodes and never edits old ones, so a
+module held by someone else can never be corrupted. Nodes hash and compare by
+identity (``is``), which makes them cheap dictionary keys for memo tables;
+use :func:`irpass.structural_equal` to compare programs by value.
+
+``checked_type`` is the one exception to immutability: it is a cache that
+type inference fills. It is derived from the node itself (the type of a node
+is determined by its sub-expressions and annotations), is not part of the
+node's structure, and is never read by structural equality or hashing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from .types import Type
+
+__all__ = ["Expr"]
+
+_set = object.__setattr__
+
+
+class Expr:
+    """Base class of expressions; see the subclasses in :mod:`irpass.ir.nodes`."""
+
+    __slots__ = ("_checked_type",)
+
+    def __init__(self) -> None:
+        _set(self, "_checked_type", None)
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(
+            f"{type(self).__name__} nodes are immutable (tried to set {name!r}); build a new node"
+        )
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} nodes are immutable (tried to delete {name!r})")
+
+    def __copy__(self) -> Expr:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Expr:
+        return self
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("IR nodes are not picklable; save modules with irpass.save / mod.astext()")
+
+    @property
+    def checked_type(self) -> Type:
+        """The type inferred for this node; an error before type inference ran."""
+        t = self._checked_type
+        if t is None:
+            raise ValueError(
+                f"checked_type of this {type(self).__name__} is not available: run "
+                "irpass.ir.infer_type (or the InferType pass) on the module first"
+            )
+        return t
+
+    def children(self) -> tuple[Expr, ...]:
+        """The direct sub-expressions, in field order."""
+        return ()
+
+    # -- conveniences --------------------------------------------------------
+    def __str__(self) -> str:
+        from .printer import print_expr
+
+        return print_expr(self)
+
+    def astext(self, show_meta_data: bool = True) -> str:
+        """The text form of this expression (see :mod:`irpass.ir.printer`)."""
+        from .printer import print_expr
+
+        return print_expr(self, show_meta_data=show_meta_data)
+
+    def __getitem__(self, index: int) -> Expr:
+        from .nodes import TupleGetItem
+
+        return TupleGetItem(self, index)
+
+    def __iter__(self) -> NoReturn:
+        # Without this, __getitem__ would make every expression an endless iterable.
+        raise TypeError(f"{type(self).__name__} is not iterable; index it with expr[i]")
+
+    def _binary(self, op_name: str, lhs: Any, rhs: Any) -> Expr:
+        from .nodes import Call, const
+        from .op import Op
+
+        lhs = lhs if isinstance(lhs, Expr) else const(lhs)
+        rhs = rhs if isinstance(rhs, Expr) else const(rhs)
+        return Call(Op.get(op_name), (lhs, rhs))
+
+    def __add__(self, other: Any) -> Expr:
+        return self._binary("add", self, other)
+
+    def __radd__(self, other: Any) -> Expr:
+        return self._binary("add", other, self)
+
+    def __sub__(self, other: Any) -> Expr:
+        return self._binary("subtract", self, other)
+
+    def __rsub__(self, other: Any) -> Expr:
+        return self._binary("subtract", other, self)
+
+    def __mul__(self, other: Any) -> Expr:
+        return self._binary("multiply", self, other)
+
+    def __rmul__(self, other: Any) -> Expr:
+        return self._binary("multiply", other, self)
+
+    def __truediv__(self, other: Any) -> Expr:
+        return self._binary("divide", self, other)
+
+    def __rtruediv__(self, other: Any) -> Expr:
+        return self._binary("divide", other, self)
+
+    def __neg__(self) -> Expr:
+        from .nodes import Call
+        from .op import Op
+
+        return Call(Op.get("negative"), (self,))
+
+
+def set_checked_type(expr: Expr, ty: Type) -> None:
+    """Record the inferred type of ``expr`` (used by type inference only)."""
+    _set(expr, "_checked_type", ty)

@@ -1,0 +1,383 @@
+"""Traversal of expressions: ExprFunctor, ExprVisitor, ExprMutator, post_order_visit.
+
+Programs can be a million nodes deep, far past Python's recursion limit, so
+the traversals never recurse along the two ways a program grows deep:
+
+* dataflow chains (``Call``, ``Tuple``, ``TupleGetItem``) are walked with an
+  explicit stack in post-order before the node's own ``visit_*`` method runs,
+  so when ``visit_call`` asks for ``self.visit(arg)`` the answer is already
+  memoized (TVM's ``MixedModeVisitor`` works the same way);
+* ``let`` chains are walked with a loop in the default ``visit_let``; override
+  :meth:`ExprVisitor.visit_let_binding` / :meth:`ExprMutator.visit_let_binding`
+  to act on each binding of a chain.
+
+Everything else (function bodies, ``if`` branches) recurses, which is bounded
+by how deeply the program nests scopes, not by its size.
+
+Every sub-expression of a DAG is visited once: both classes memoize by node
+identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .expr import Expr
+from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .op import Op
+
+__all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit"]
+
+_METHOD_OF: dict[type, str] = {
+    Var: "visit_var",
+    GlobalVar: "visit_global_var",
+    Constant: "visit_constant",
+    Tuple: "visit_tuple",
+    TupleGetItem: "visit_tuple_getitem",
+    Call: "visit_call",
+    Let: "visit_let",
+    If: "visit_if",
+    Function: "visit_function",
+    Op: "visit_op",
+}
+
+_DATAFLOW = frozenset({Call, Tuple, TupleGetItem})
+
+
+class ExprFunctor:
+    """Dispatches ``visit(expr)`` to ``visit_<kind>(expr)`` by node type.
+
+    Subclass it for a traversal that controls its own recursion; most passes
+    want :class:`ExprVisitor` or :class:`ExprMutator` instead.
+    """
+
+    _vtable: dict[type, Callable[[Any, Expr], Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Resolve the visit_* methods once per class, not once per node.
+        cls._vtable = {node: getattr(cls, name) for node, name in _METHOD_OF.items()}
+
+    def visit(self, expr: Expr) -> Any:
+        """Dispatch on the type of ``expr``."""
+        try:
+            method = self._vtable[type(expr)]
+        except KeyError:
+            raise TypeError(f"{type(self).__name__} cannot visit {type(expr).__name__} {expr!r}") from None
+        return method(self, expr)
+
+    def _unhandled(self, expr: Expr) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not handle {type(expr).__name__}")
+
+    visit_var = visit_global_var = visit_constant = visit_tuple = _unhandled
+    visit_tuple_getitem = visit_call = visit_let = visit_if = visit_function = visit_op = _unhandled
+
+
+ExprFunctor._vtable = {node: getattr(ExprFunctor, name) for node, name in _METHOD_OF.items()}
+
+
+class ExprVisitor(ExprFunctor):
+    """Visits every sub-expression once; override ``visit_*`` to collect information.
+
+    An overriding method that still wants the children visited calls the
+    base method (``super().visit_call(call)``).
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ExprVisitor:
+        self = super().__new__(cls)
+        # In __new__ so a subclass that forgets super().__init__() still works.
+        self._visited = set()
+        return self
+
+    def visit(self, expr: Expr) -> None:
+        """Visit ``expr`` unless it was visited already."""
+        visited = self._visited
+        if expr in visited:
+            return
+        t = type(expr)
+        if t in _DATAFLOW:
+            self._visit_dataflow(expr)
+            return
+        visited.add(expr)
+        try:
+            method = self._vtable[t]
+        except KeyError:
+            raise TypeError(f"{type(self).__name__} cannot visit {t.__name__} {expr!r}") from None
+        method(self, expr)
+
+    def _visit_dataflow(self, root: Expr) -> None:
+        visited = self._visited
+        vtable = self._vtable
+        # A None on the stack marks the node under it as ready: its children are done.
+        stack: list[Expr | None] = [root]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node = pop()
+            if node is None:
+                node = pop()
+                if node not in visited:
+                    visited.add(node)
+                    vtable[type(node)](self, node)
+                continue
+            if node in visited:
+                continue
+            push(node)
+            push(None)
+            t = type(node)
+            if t is Call:
+                for child in reversed(node.args):
+                    if type(child) in _DATAFLOW and child not in visited:
+                        push(child)
+                child = node.op
+                if type(child) in _DATAFLOW and child not in visited:
+                    push(child)
+            elif t is Tuple:
+                for child in reversed(node.fields):
+                    if type(child) in _DATAFLOW and child not in visited:
+                        push(child)
+            else:
+                child = node.tuple_value
+                if type(child) in _DATAFLOW and child not in visited:
+                    push(child)
+
+    def visit_var(self, var: Var) -> None:
+        pass
+
+    def visit_global_var(self, gv: GlobalVar) -> None:
+        pass
+
+    def visit_constant(self, const: Constant) -> None:
+        pass
+
+    def visit_op(self, op: Op) -> None:
+        pass
+
+    def visit_tuple(self, tup: Tuple) -> None:
+        visit = self.visit
+        for f in tup.fields:
+            visit(f)
+
+    def visit_tuple_getitem(self, item: TupleGetItem) -> None:
+        self.visit(item.tuple_value)
+
+    def visit_call(self, call: Call) -> None:
+        visit = self.visit
+        visit(call.op)
+        for a in call.args:
+            visit(a)
+
+    def visit_let(self, let: Let) -> None:
+        """Visit a whole chain of lets iteratively (bindings in order, then the final body)."""
+        visited = self._visited
+        node = let
+        while True:
+            self.visit_let_binding(node)
+            body = node.body
+            if type(body) is not Let or body in visited:
+                break
+            visited.add(body)
+            node = body
+        self.visit(body)
+
+    def visit_let_binding(self, let: Let) -> None:
+        """Visit one binding of a let chain: its var, then its value."""
+        self.visit(let.var)
+        self.visit(let.value)
+
+    def visit_if(self, node: If) -> None:
+        self.visit(node.cond)
+        self.visit(node.true_branch)
+        self.visit(node.false_branch)
+
+    def visit_function(self, func: Function) -> None:
+        visit = self.visit
+        for p in func.params:
+            visit(p)
+        visit(func.body)
+
+
+class ExprMutator(ExprFunctor):
+    """Rebuilds an expression bottom-up; override ``visit_*`` to rewrite nodes.
+
+    Results are memoized by node identity (``self.memo``), so a shared
+    sub-expression is rewritten once and stays shared. The default methods do
+    a functional update: a node whose children all come back unchanged is
+    returned as is, so an identity mutator returns its input object.
+    """
+
+    memo: dict[Expr, Expr]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ExprMutator:
+        self = super().__new__(cls)
+        self.memo = {}
+        return self
+
+    def visit(self, expr: Expr) -> Expr:
+        """The rewritten form of ``expr`` (memoized)."""
+        memo = self.memo
+        result = memo.get(expr)
+        if result is not None:
+            return result
+        t = type(expr)
+        if t in _DATAFLOW:
+            return self._visit_dataflow(expr)
+        try:
+            method = self._vtable[t]
+        except KeyError:
+            raise TypeError(f"{type(self).__name__} cannot visit {t.__name__} {expr!r}") from None
+        result = method(self, expr)
+        memo[expr] = result
+        return result
+
+    def _visit_dataflow(self, root: Expr) -> Expr:
+        memo = self.memo
+        vtable = self._vtable
+        # A None on the stack marks the node under it as ready: its children are done.
+        stack: list[Expr | None] = [root]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node = pop()
+            if node is None:
+                node = pop()
+                if node not in memo:
+                    memo[node] = vtable[type(node)](self, node)
+                continue
+            if node in memo:
+                continue
+            push(node)
+            push(None)
+            t = type(node)
+            if t is Call:
+                for child in reversed(node.args):
+                    if type(child) in _DATAFLOW and child not in memo:
+                        push(child)
+                child = node.op
+                if type(child) in _DATAFLOW and child not in memo:
+                    push(child)
+            elif t is Tuple:
+                for child in reversed(node.fields):
+                    if type(child) in _DATAFLOW and child not in memo:
+                        push(child)
+            else:
+                child = node.tuple_value
+                if type(child) in _DATAFLOW and child not in memo:
+                    push(child)
+        return memo[root]
+
+    def _visit_all(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        # Fast path: children of dataflow nodes are usually memoized already, and
+        # map(dict.get) runs in C. Expressions are always truthy, so `or` is a
+        # memo miss test.
+        get = self.memo.get
+        out = tuple(map(get, exprs))
+        if None in out:
+            visit = self.visit
+            out = tuple([get(e) or visit(e) for e in exprs])
+        return out
+
+    def visit_var(self, var: Var) -> Expr:
+        return var
+
+    def visit_global_var(self, gv: GlobalVar) -> Expr:
+        return gv
+
+    def visit_constant(self, const: Constant) -> Expr:
+        return const
+
+    def visit_op(self, op: Op) -> Expr:
+        return op
+
+    def visit_tuple(self, tup: Tuple) -> Expr:
+        fields = tup.fields
+        new_fields = self._visit_all(fields)
+        # Tuple equality compares items by identity first: no rebuild when unchanged.
+        if new_fields == fields:
+            return tup
+        return Tuple(new_fields)
+
+    def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
+        value = self.visit(item.tuple_value)
+        if value is item.tuple_value:
+            return item
+        return TupleGetItem(value, item.index)
+
+    def visit_call(self, call: Call) -> Expr:
+        op = call.op
+        op = self.memo.get(op) or self.visit(op)
+        args = call.args
+        new_args = self._visit_all(args)
+        if op is call.op and new_args == args:
+            return call
+        return Call(op, new_args, call.attrs)
+
+    def visit_let(self, let: Let) -> Expr:
+        """Rewrite a whole chain of lets iteratively (see :meth:`visit_let_binding`)."""
+        memo = self.memo
+        chain: list[tuple[Let, tuple[Var, Expr] | None]] = []
+        node = let
+        while True:
+            chain.append((node, self.visit_let_binding(node)))
+            body = node.body
+            if type(body) is not Let or body in memo:
+                break
+            node = body
+        new_body = self.visit(body)
+        for node, binding in reversed(chain):
+            if binding is not None:
+                var, value = binding
+                if var is not node.var or value is not node.value or new_body is not node.body:
+                    new_body = Let(var, value, new_body)
+                else:
+                    new_body = node
+            memo[node] = new_body
+        return new_body
+
+    def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
+        """Rewrite one binding of a let chain: return ``(var, value)``, or ``None`` to drop it.
+
+        A subclass that drops a binding must make uses of the var resolve to
+        something else, e.g. ``self.memo[let.var] = replacement``.
+        """
+        return self.visit(let.var), self.visit(let.value)
+
+    def visit_if(self, node: If) -> Expr:
+        cond = self.visit(node.cond)
+        true_branch = self.visit(node.true_branch)
+        false_branch = self.visit(node.false_branch)
+        if cond is node.cond and true_branch is node.true_branch and false_branch is node.false_branch:
+            return node
+        return If(cond, true_branch, false_branch)
+
+    def visit_function(self, func: Function) -> Expr:
+        params = tuple(map(self.visit, func.params))
+        body = self.visit(func.body)
+        if params == func.params and body is func.body:
+            return func
+        return Function(params, body, func.ret_type, func.attrs)
+
+
+def post_order_visit(expr: Expr, fn: Callable[[Expr], None]) -> None:
+    """Call ``fn(node)`` on every node reachable from ``expr`` once, children first.
+
+    Children are taken in field order (a call's op, then its args; a let's
+    var, value, body; a function's params, then its body). Iterative: any depth.
+    """
+    visited: set[Expr] = set()
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node, ready = pop()
+        if node in visited:
+            continue
+        if ready:
+            visited.add(node)
+            fn(node)
+            continue
+        push((node, True))
+        for child in reversed(node.children()):
+            if child not in visited:
+                push((child, False))

@@ -1,0 +1,349 @@
+"""The expression nodes of the IR.
+
+Every node is immutable and compares by identity. Constructors check their
+arguments and raise ``TypeError``/``ValueError`` naming the offending field,
+so a malformed node cannot be built in the first place.
+
+Sequences (call arguments, tuple fields, function params) are stored as
+tuples; attributes as :class:`~irpass.ir.attrs.Attrs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .attrs import EMPTY_ATTRS, Attrs
+from .expr import Expr, _set
+from .op import Op
+from .types import SUPPORTED_DTYPES, TensorType, Type, normalize_dtype
+
+__all__ = [
+    "Expr",
+    "Var",
+    "GlobalVar",
+    "Constant",
+    "Tuple",
+    "TupleGetItem",
+    "Call",
+    "Let",
+    "If",
+    "Function",
+    "Op",
+    "var",
+    "const",
+]
+
+
+def _check_expr(value: Any, where: str) -> Expr:
+    if not isinstance(value, Expr):
+        raise TypeError(f"{where} must be an Expr, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_exprs(values: Any, where: str) -> tuple[Expr, ...]:
+    if isinstance(values, Expr) or not isinstance(values, Sequence) or isinstance(values, str):
+        raise TypeError(f"{where} must be a sequence of Expr, got {type(values).__name__}")
+    out = tuple(values)
+    for i, v in enumerate(out):
+        if not isinstance(v, Expr):
+            raise TypeError(f"{where}[{i}] must be an Expr, got {type(v).__name__} {v!r}")
+    return out
+
+
+class Var(Expr):
+    """A local variable. Two vars are the same variable only if they are the same object."""
+
+    __slots__ = ("name_hint", "type_annotation")
+
+    name_hint: str
+    type_annotation: Type | None
+
+    def __init__(self, name_hint: str, type_annotation: Type | None = None) -> None:
+        if not isinstance(name_hint, str):
+            raise TypeError(f"Var.name_hint must be a string, got {name_hint!r}")
+        if type_annotation is not None and not isinstance(type_annotation, Type):
+            raise TypeError(f"Var.type_annotation must be a Type or None, got {type_annotation!r}")
+        _set(self, "_checked_type", None)
+        _set(self, "name_hint", name_hint)
+        _set(self, "type_annotation", type_annotation)
+
+    def __repr__(self) -> str:
+        return f"Var(%{self.name_hint})"
+
+
+class GlobalVar(Expr):
+    """The name of a function in an :class:`~irpass.ir.module.IRModule` (compared by name)."""
+
+    __slots__ = ("name_hint",)
+
+    name_hint: str
+
+    def __init__(self, name_hint: str) -> None:
+        if not isinstance(name_hint, str) or not name_hint:
+            raise TypeError(f"GlobalVar.name_hint must be a non-empty string, got {name_hint!r}")
+        _set(self, "_checked_type", None)
+        _set(self, "name_hint", name_hint)
+
+    def __repr__(self) -> str:
+        return f"GlobalVar(@{self.name_hint})"
+
+
+class Constant(Expr):
+    """A constant tensor. ``data`` is a read-only numpy array owned by the node."""
+
+    __slots__ = ("data",)
+
+    data: np.ndarray
+
+    def __init__(self, data: np.ndarray) -> None:
+        if not isinstance(data, np.ndarray):
+            raise TypeError(f"Constant.data must be a numpy.ndarray, got {type(data).__name__}")
+        if data.dtype.name not in SUPPORTED_DTYPES:
+            raise ValueError(
+                f"Constant.data: unsupported dtype {data.dtype.name!r}; "
+                f"expected one of {sorted(SUPPORTED_DTYPES)}"
+            )
+        if data.flags.writeable or not data.flags.c_contiguous:
+            # Own a private, read-only copy so nobody can change the constant later.
+            data = np.array(data, copy=True, order="C")
+            data.setflags(write=False)
+        _set(self, "_checked_type", None)
+        _set(self, "data", data)
+
+    @property
+    def type(self) -> TensorType:
+        """The tensor type of the constant."""
+        return TensorType(self.data.shape, self.data.dtype.name)
+
+    def __repr__(self) -> str:
+        return f"Constant({self.data.dtype.name}{list(self.data.shape)})"
+
+
+class Tuple(Expr):
+    """A tuple of expressions."""
+
+    __slots__ = ("fields",)
+
+    fields: tuple[Expr, ...]
+
+    def __init__(self, fields: Sequence[Expr]) -> None:
+        _set(self, "_checked_type", None)
+        _set(self, "fields", _check_exprs(fields, "Tuple.fields"))
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.fields
+
+    def __repr__(self) -> str:
+        return f"Tuple({len(self.fields)} fields)"
+
+
+class TupleGetItem(Expr):
+    """Field ``index`` of the tuple ``tuple_value``."""
+
+    __slots__ = ("tuple_value", "index")
+
+    tuple_value: Expr
+    index: int
+
+    def __init__(self, tuple_value: Expr, index: int) -> None:
+        _check_expr(tuple_value, "TupleGetItem.tuple_value")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"TupleGetItem.index must be an int, got {index!r}")
+        if index < 0:
+            raise ValueError(f"TupleGetItem.index must be >= 0, got {index}")
+        _set(self, "_checked_type", None)
+        _set(self, "tuple_value", tuple_value)
+        _set(self, "index", int(index))
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.tuple_value,)
+
+    def __repr__(self) -> str:
+        return f"TupleGetItem(.{self.index})"
+
+
+class Call(Expr):
+    """A call of ``op`` (an :class:`Op`, a :class:`GlobalVar`, a :class:`Var` or a
+    :class:`Function`) on ``args``. Only op calls take ``attrs``; they are checked
+    against the op's schema, with defaults filled in."""
+
+    __slots__ = ("op", "args", "attrs")
+
+    op: Expr
+    args: tuple[Expr, ...]
+    attrs: Attrs
+
+    def __init__(self, op: Expr, args: Sequence[Expr], attrs: Mapping[str, Any] | None = None) -> None:
+        args = _check_exprs(args, "Call.args")
+        if type(op) is Op:
+            n = op.num_inputs
+            if n >= 0 and len(args) != n:
+                raise ValueError(f"Call.args: op {op.name!r} takes {n} argument(s), got {len(args)}")
+            attrs = op.make_attrs(attrs)
+        else:
+            if not isinstance(op, (GlobalVar, Var, Function, Call, TupleGetItem, Let, If)):
+                raise TypeError(
+                    "Call.op must be an Op or a function-valued expression (GlobalVar, Var, "
+                    f"Function, ...), got {type(op).__name__} {op!r}"
+                )
+            if attrs:
+                raise ValueError("Call.attrs: only calls of an Op take attributes")
+            attrs = EMPTY_ATTRS
+        _set(self, "_checked_type", None)
+        _set(self, "op", op)
+        _set(self, "args", args)
+        _set(self, "attrs", attrs)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.op, *self.args)
+
+    def __repr__(self) -> str:
+        name = self.op.name if type(self.op) is Op else type(self.op).__name__
+        return f"Call({name}, {len(self.args)} args)"
+
+
+class Let(Expr):
+    """``let var = value; body``: binds ``var`` to ``value`` inside ``body``."""
+
+    __slots__ = ("var", "value", "body")
+
+    var: Var
+    value: Expr
+    body: Expr
+
+    def __init__(self, var: Var, value: Expr, body: Expr) -> None:
+        if type(var) is not Var:
+            raise TypeError(f"Let.var must be a Var, got {type(var).__name__} {var!r}")
+        _check_expr(value, "Let.value")
+        _check_expr(body, "Let.body")
+        _set(self, "_checked_type", None)
+        _set(self, "var", var)
+        _set(self, "value", value)
+        _set(self, "body", body)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.var, self.value, self.body)
+
+    def __repr__(self) -> str:
+        return f"Let(%{self.var.name_hint})"
+
+
+class If(Expr):
+    """``if (cond) true_branch else false_branch``; ``cond`` is a scalar bool tensor."""
+
+    __slots__ = ("cond", "true_branch", "false_branch")
+
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+
+    def __init__(self, cond: Expr, true_branch: Expr, false_branch: Expr) -> None:
+        _check_expr(cond, "If.cond")
+        _check_expr(true_branch, "If.true_branch")
+        _check_expr(false_branch, "If.false_branch")
+        _set(self, "_checked_type", None)
+        _set(self, "cond", cond)
+        _set(self, "true_branch", true_branch)
+        _set(self, "false_branch", false_branch)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.cond, self.true_branch, self.false_branch)
+
+    def __repr__(self) -> str:
+        return "If(...)"
+
+
+class Function(Expr):
+    """A function of ``params`` returning ``body``.
+
+    ``ret_type`` is an optional annotation; ``attrs`` hold markers such as
+    ``{"Primitive": 1}`` or ``{"SkipOptimization": 1}``.
+    """
+
+    __slots__ = ("params", "body", "ret_type", "attrs")
+
+    params: tuple[Var, ...]
+    body: Expr
+    ret_type: Type | None
+    attrs: Attrs
+
+    def __init__(
+        self,
+        params: Sequence[Var],
+        body: Expr,
+        ret_type: Type | None = None,
+        attrs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(params, Expr) or not isinstance(params, Sequence):
+            raise TypeError(f"Function.params must be a sequence of Var, got {type(params).__name__}")
+        params = tuple(params)
+        seen: set[int] = set()
+        for i, p in enumerate(params):
+            if type(p) is not Var:
+                raise TypeError(f"Function.params[{i}] must be a Var, got {type(p).__name__} {p!r}")
+            if id(p) in seen:
+                raise ValueError(f"Function.params[{i}]: %{p.name_hint} appears twice in the params")
+            seen.add(id(p))
+        _check_expr(body, "Function.body")
+        if ret_type is not None and not isinstance(ret_type, Type):
+            raise TypeError(f"Function.ret_type must be a Type or None, got {ret_type!r}")
+        if attrs is None:
+            attrs = EMPTY_ATTRS
+        elif not isinstance(attrs, Attrs):
+            attrs = Attrs(attrs)
+        _set(self, "_checked_type", None)
+        _set(self, "params", params)
+        _set(self, "body", body)
+        _set(self, "ret_type", ret_type)
+        _set(self, "attrs", attrs)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (*self.params, self.body)
+
+    def with_attr(self, key: str, value: Any) -> Function:
+        """A copy of this function with attribute ``key`` set to ``value``."""
+        return Function(self.params, self.body, self.ret_type, self.attrs.replace(**{key: value}))
+
+    def __repr__(self) -> str:
+        return f"Function({len(self.params)} params)"
+
+
+# -- builders -------------------------------------------------------------------------
+
+
+def var(
+    name: str,
+    type_annotation: Type | None = None,
+    shape: Sequence[int] | None = None,
+    dtype: str = "float32",
+) -> Var:
+    """A new :class:`Var`; ``shape``/``dtype`` are a shortcut for a tensor annotation."""
+    if shape is not None:
+        if type_annotation is not None:
+            raise ValueError("var: pass either type_annotation or shape, not both")
+        type_annotation = TensorType(tuple(shape), dtype)
+    return Var(name, type_annotation)
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A :class:`Constant` from a number, a (nested) list or an array.
+
+    Without ``dtype``: Python floats become float32, ints int32 and bools
+    bool (as in TVM); numpy arrays keep their dtype.
+    """
+    if dtype is not None:
+        data = np.asarray(value, dtype=normalize_dtype(dtype))
+    elif isinstance(value, np.ndarray):
+        data = value
+    elif isinstance(value, (np.generic,)):
+        data = np.asarray(value)
+    else:
+        data = np.asarray(value)
+        if data.dtype == np.float64:
+            data = data.astype(np.float32)
+        elif data.dtype == np.int64:
+            data = data.astype(np.int32)
+    return Constant(data)

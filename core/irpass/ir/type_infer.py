@@ -1,0 +1,3 @@
+"""Placeholder: type inference (being written)."""
+def infer_type(expr_or_module):
+    raise NotImplementedError

@@ -1,0 +1,146 @@
+"""Types of the IR: tensors, tuples and functions.
+
+Types are plain values: two types with the same fields are equal and hash the
+same, so they can be compared with ``==`` and used as dictionary keys.
+Shapes are static (a tuple of non-negative ints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "SUPPORTED_DTYPES", "normalize_dtype"]
+
+#: The element types a tensor may have (numpy names).
+SUPPORTED_DTYPES: frozenset[str] = frozenset(
+    {
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    }
+)
+
+
+def normalize_dtype(dtype: object, field: str = "dtype") -> str:
+    """Return the canonical name of ``dtype`` (a string or numpy dtype).
+
+    Raises ``TypeError`` / ``ValueError`` naming ``field`` for anything that
+    is not one of :data:`SUPPORTED_DTYPES`.
+    """
+    if isinstance(dtype, str):
+        name = dtype
+    elif isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        name = np.dtype(dtype).name
+    else:
+        raise TypeError(f"{field} must be a dtype name such as 'float32', got {dtype!r}")
+    if name not in SUPPORTED_DTYPES:
+        raise ValueError(
+            f"{field}: unsupported dtype {name!r}; expected one of {sorted(SUPPORTED_DTYPES)}"
+        )
+    return name
+
+
+class Type:
+    """Base class of all types."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType(Type):
+    """A tensor with a static ``shape`` and an element ``dtype``."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        shape = self.shape
+        if isinstance(shape, (int, np.integer)):
+            raise TypeError(f"TensorType.shape must be a sequence of ints, got {shape!r}")
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise TypeError(f"TensorType.shape must be a sequence of ints, got {shape!r}") from None
+        for i, d in enumerate(dims):
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+                raise TypeError(f"TensorType.shape[{i}] must be an int, got {d!r}")
+            if d < 0:
+                raise ValueError(f"TensorType.shape[{i}] must be >= 0, got {d}")
+        object.__setattr__(self, "shape", tuple(int(d) for d in dims))
+        object.__setattr__(self, "dtype", normalize_dtype(self.dtype, "TensorType.dtype"))
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        if len(self.shape) == 1:
+            dims += ","
+        return f"Tensor[({dims}), {self.dtype}]"
+
+
+@dataclass(frozen=True, slots=True)
+class TupleType(Type):
+    """The type of a tuple: one type per field."""
+
+    fields: tuple[Type, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, Sequence):
+            raise TypeError(f"TupleType.fields must be a sequence of types, got {self.fields!r}")
+        fields = tuple(self.fields)
+        for i, f in enumerate(fields):
+            if not isinstance(f, Type):
+                raise TypeError(f"TupleType.fields[{i}] must be a Type, got {f!r}")
+        object.__setattr__(self, "fields", fields)
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(f) for f in self.fields)
+        if len(self.fields) == 1:
+            inner += ","
+        return f"({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class FuncType(Type):
+    """The type of a function from ``arg_types`` to ``ret_type``."""
+
+    arg_types: tuple[Type, ...]
+    ret_type: Type
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arg_types, Sequence):
+            raise TypeError(f"FuncType.arg_types must be a sequence of types, got {self.arg_types!r}")
+        args = tuple(self.arg_types)
+        for i, a in enumerate(args):
+            if not isinstance(a, Type):
+                raise TypeError(f"FuncType.arg_types[{i}] must be a Type, got {a!r}")
+        if not isinstance(self.ret_type, Type):
+            raise TypeError(f"FuncType.ret_type must be a Type, got {self.ret_type!r}")
+        object.__setattr__(self, "arg_types", args)
+
+    def __str__(self) -> str:
+        args = ", ".join(str(a) for a in self.arg_types)
+        return f"fn ({args}) -> {self.ret_type}"

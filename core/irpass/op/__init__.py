@@ -1,0 +1,1 @@
+"""Placeholder: op builders (being written)."""

@@ -1,0 +1,1 @@
+"""Helpers for tests, examples and benchmarks."""
