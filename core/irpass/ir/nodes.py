@@ -11,6 +11,7 @@ tuples; attributes as :class:`~irpass.ir.attrs.Attrs`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -44,13 +45,16 @@ def _check_expr(value: Any, where: str) -> Expr:
 
 
 def _check_exprs(values: Any, where: str) -> tuple[Expr, ...]:
-    if isinstance(values, Expr) or not isinstance(values, Sequence) or isinstance(values, str):
-        raise TypeError(f"{where} must be a sequence of Expr, got {type(values).__name__}")
-    out = tuple(values)
-    for i, v in enumerate(out):
-        if not isinstance(v, Expr):
-            raise TypeError(f"{where}[{i}] must be an Expr, got {type(v).__name__} {v!r}")
-    return out
+    if type(values) is not tuple:
+        if isinstance(values, Expr) or not isinstance(values, Sequence) or isinstance(values, str):
+            raise TypeError(f"{where} must be a sequence of Expr, got {type(values).__name__}")
+        values = tuple(values)
+    # all(map(...)) keeps the common, valid case in C; the loop only finds the culprit.
+    if not all(map(isinstance, values, repeat(Expr))):
+        for i, v in enumerate(values):
+            if not isinstance(v, Expr):
+                raise TypeError(f"{where}[{i}] must be an Expr, got {type(v).__name__} {v!r}")
+    return values
 
 
 class Var(Expr):
@@ -182,7 +186,10 @@ class Call(Expr):
             n = op.num_inputs
             if n >= 0 and len(args) != n:
                 raise ValueError(f"Call.args: op {op.name!r} takes {n} argument(s), got {len(args)}")
-            attrs = op.make_attrs(attrs)
+            if attrs is None and not op.attr_fields:
+                attrs = EMPTY_ATTRS
+            elif type(attrs) is not Attrs or attrs._schema_key is not op:
+                attrs = op.make_attrs(attrs)
         else:
             if not isinstance(op, (GlobalVar, Var, Function, Call, TupleGetItem, Let, If)):
                 raise TypeError(

@@ -1,0 +1,171 @@
+"""Tensor creation: ``zeros``, ``ones``, ``full``, ``zeros_like``,
+``ones_like`` and ``shape_of``.
+
+``zeros`` and ``ones`` take no inputs (shape and dtype are attributes);
+``full`` takes its fill value as a scalar input expression, as in Relay, and
+its ``dtype`` defaults to the fill value's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.nodes import Call
+from ..ir.op import AttrField, Op, OpPattern, attr_dtype, attr_ints, attr_optional_dtype
+from ..ir.types import TensorType, Type
+from ._common import INT_DTYPES, make_call, register, tensor_arg
+
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of"]
+
+
+def _attr_shape(value: Any, where: str) -> tuple[int, ...]:
+    """A static shape: non-negative ints."""
+    dims = attr_ints(value, where)
+    for i, d in enumerate(dims):
+        if d < 0:
+            raise ValueError(f"{where}[{i}] must be >= 0, got {d}")
+    return dims
+
+
+def _attr_int_dtype(value: Any, where: str) -> str:
+    """An integer dtype name."""
+    dtype = attr_dtype(value, where)
+    if dtype not in INT_DTYPES:
+        raise ValueError(f"{where} must be an integer dtype, got {dtype!r}")
+    return dtype
+
+
+def _const_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    return TensorType(attrs["shape"], attrs["dtype"])
+
+
+def _filled_kernel(value: int):
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        return np.full(attrs["shape"], value, dtype=attrs["dtype"])
+
+    return kernel
+
+
+_SHAPE_DTYPE = (
+    AttrField("shape", _attr_shape, doc="The shape of the result."),
+    AttrField("dtype", attr_dtype, "float32", doc="The dtype of the result."),
+)
+
+for _name, _value in (("zeros", 0), ("ones", 1)):
+    register(
+        _name,
+        num_inputs=0,
+        type_rel=_const_rel,
+        kernel=_filled_kernel(_value),
+        pattern=OpPattern.ELEMWISE,
+        attrs=_SHAPE_DTYPE,
+        doc=f"A tensor of ``shape`` and ``dtype`` filled with {_value}.",
+    )
+
+
+def zeros(shape: Any, dtype: Any = "float32") -> Call:
+    """A tensor of ``shape`` filled with zeros."""
+    return Call(Op.get("zeros"), [], {"shape": shape, "dtype": dtype})
+
+
+def ones(shape: Any, dtype: Any = "float32") -> Call:
+    """A tensor of ``shape`` filled with ones."""
+    return Call(Op.get("ones"), [], {"shape": shape, "dtype": dtype})
+
+
+def _full_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    fill = tensor_arg(arg_types[0], "full", "fill_value")
+    if fill.ndim != 0:
+        raise ValueError(f"full: fill_value must be a scalar (0-D tensor), got {fill}")
+    return TensorType(attrs["shape"], attrs["dtype"] or fill.dtype)
+
+
+def _full_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    fill = args[0]
+    with np.errstate(all="ignore"):
+        return np.full(attrs["shape"], fill, dtype=attrs["dtype"] or fill.dtype.name)
+
+
+register(
+    "full",
+    num_inputs=1,
+    type_rel=_full_rel,
+    kernel=_full_kernel,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(
+        AttrField("shape", _attr_shape, doc="The shape of the result."),
+        AttrField("dtype", attr_optional_dtype, "", doc='The dtype; "" means fill_value\'s.'),
+    ),
+    doc="A tensor of ``shape`` filled with the scalar input ``fill_value``.",
+)
+
+
+def full(fill_value: Any, shape: Any = None, dtype: Any = "") -> Call:
+    """A tensor of ``shape`` filled with the scalar ``fill_value`` (an expression or number)."""
+    attrs = {"dtype": dtype}
+    if shape is not None:  # leaving it out lets the schema report it as required
+        attrs["shape"] = shape
+    return make_call("full", [fill_value], ["fill_value"], **attrs)
+
+
+def _like_rel(name: str):
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        return tensor_arg(arg_types[0], name, "data")
+
+    return rel
+
+
+def _like_kernel(value: int):
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        return np.full(args[0].shape, value, dtype=args[0].dtype)
+
+    return kernel
+
+
+for _name, _value in (("zeros_like", 0), ("ones_like", 1)):
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_like_rel(_name),
+        kernel=_like_kernel(_value),
+        pattern=OpPattern.ELEMWISE,
+        doc=f"A tensor of the type of ``data`` filled with {_value}.",
+    )
+
+
+def zeros_like(data: Any) -> Call:
+    """Zeros with the shape and dtype of ``data``."""
+    return make_call("zeros_like", [data], ["data"])
+
+
+def ones_like(data: Any) -> Call:
+    """Ones with the shape and dtype of ``data``."""
+    return make_call("ones_like", [data], ["data"])
+
+
+def _shape_of_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "shape_of", "data")
+    return TensorType((data.ndim,), attrs["dtype"])
+
+
+def _shape_of_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.array(args[0].shape, dtype=attrs["dtype"]).reshape(args[0].ndim)
+
+
+register(
+    "shape_of",
+    num_inputs=1,
+    type_rel=_shape_of_rel,
+    kernel=_shape_of_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(AttrField("dtype", _attr_int_dtype, "int32", doc="An integer dtype."),),
+    doc="The shape of ``data`` as a 1-D integer tensor.",
+)
+
+
+def shape_of(data: Any, dtype: Any = "int32") -> Call:
+    """The shape of ``data`` as a 1-D tensor of ``dtype``."""
+    return make_call("shape_of", [data], ["data"], dtype=dtype)

@@ -1,0 +1,417 @@
+"""Elementwise and broadcasting ops: unary math, binary arithmetic,
+comparisons, ``where``, ``clip`` and ``cast``.
+
+Binary ops need both operands to have the same dtype (there is no implicit
+promotion, as in Relay) and broadcast their shapes with numpy's rules.
+Integer ``divide`` truncates toward zero, as Relay does (numpy's ``//``
+floors); an integer division by zero gives 0, numpy's convention. The
+builders ``abs`` etc. shadow Python builtins inside this module only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.nodes import Call
+from ..ir.op import AttrField, OpPattern, attr_dtype, attr_float
+from ..ir.types import TensorType, Type
+from ._common import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    NUMERIC_DTYPES,
+    accumulate_dtype,
+    broadcast_shapes,
+    check_dtype,
+    check_same_dtype,
+    make_call,
+    register,
+    result,
+    tensor_arg,
+)
+
+__all__ = [
+    "abs",
+    "log",
+    "exp",
+    "sqrt",
+    "tanh",
+    "sigmoid",
+    "negative",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "power",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "where",
+    "clip",
+    "cast",
+]
+
+# -- unary elementwise -------------------------------------------------------------------------
+
+
+def _unary_rel(name: str, allowed: frozenset[str]) -> Callable[[tuple[Type, ...], Attrs], Type]:
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types[0], name, "data")
+        check_dtype(data, allowed, name, "data")
+        return data
+
+    return rel
+
+
+def _float_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], np.ndarray]:
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        x = args[0]
+        # float16 math is done in float32, then rounded back: numpy's float16
+        # loops are already widened internally, this just makes it explicit.
+        with np.errstate(all="ignore"):
+            return result(fn(x.astype(accumulate_dtype(x.dtype.name), copy=False)), x.dtype.name)
+
+    return kernel
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp of -|x| never overflows; the two branches are the same function.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _same_dtype_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], np.ndarray]:
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        return result(fn(args[0]), args[0].dtype.name)
+
+    return kernel
+
+
+_UNARY_DOCS = {
+    "abs": "Elementwise absolute value.",
+    "log": "Elementwise natural logarithm (float dtypes only).",
+    "exp": "Elementwise exponential (float dtypes only).",
+    "sqrt": "Elementwise square root (float dtypes only).",
+    "tanh": "Elementwise hyperbolic tangent (float dtypes only).",
+    "sigmoid": "Elementwise logistic function 1 / (1 + exp(-x)) (float dtypes only).",
+    "negative": "Elementwise negation.",
+}
+
+for _name, _fn in (
+    ("log", np.log),
+    ("exp", np.exp),
+    ("sqrt", np.sqrt),
+    ("tanh", np.tanh),
+    ("sigmoid", _sigmoid),
+):
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_unary_rel(_name, FLOAT_DTYPES),
+        kernel=_float_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=_UNARY_DOCS[_name],
+    )
+for _name, _fn in (("abs", np.abs), ("negative", np.negative)):
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_unary_rel(_name, NUMERIC_DTYPES),
+        kernel=_same_dtype_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=_UNARY_DOCS[_name],
+    )
+
+
+def abs(data: Any) -> Call:  # noqa: A001 - Relay's name
+    """Elementwise absolute value of ``data``."""
+    return make_call("abs", [data], ["data"])
+
+
+def log(data: Any) -> Call:
+    """Elementwise natural logarithm of ``data`` (a float tensor)."""
+    return make_call("log", [data], ["data"])
+
+
+def exp(data: Any) -> Call:
+    """Elementwise exponential of ``data`` (a float tensor)."""
+    return make_call("exp", [data], ["data"])
+
+
+def sqrt(data: Any) -> Call:
+    """Elementwise square root of ``data`` (a float tensor)."""
+    return make_call("sqrt", [data], ["data"])
+
+
+def tanh(data: Any) -> Call:
+    """Elementwise hyperbolic tangent of ``data`` (a float tensor)."""
+    return make_call("tanh", [data], ["data"])
+
+
+def sigmoid(data: Any) -> Call:
+    """Elementwise logistic sigmoid of ``data`` (a float tensor)."""
+    return make_call("sigmoid", [data], ["data"])
+
+
+def negative(data: Any) -> Call:
+    """Elementwise ``-data``."""
+    return make_call("negative", [data], ["data"])
+
+
+# -- binary broadcasting -----------------------------------------------------------------------
+
+
+def _binary_rel(
+    name: str, allowed: frozenset[str], out_dtype: str | None = None
+) -> Callable[[tuple[Type, ...], Attrs], Type]:
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        lhs = tensor_arg(arg_types[0], name, "lhs")
+        rhs = tensor_arg(arg_types[1], name, "rhs")
+        dtype = check_same_dtype(name, ("lhs", lhs), ("rhs", rhs))
+        check_dtype(lhs, allowed, name, "lhs")
+        shape = broadcast_shapes(name, ("lhs", lhs.shape), ("rhs", rhs.shape))
+        return TensorType(shape, out_dtype or dtype)
+
+    return rel
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.name in INT_DTYPES:
+        q = np.floor_divide(a, b)
+        # floor and truncation differ when the division is inexact and the
+        # operands have opposite signs: step the quotient back toward zero.
+        inexact = np.remainder(a, b) != 0
+        return q + (inexact & ((a < 0) != (b < 0))).astype(q.dtype)
+    return np.true_divide(a, b)
+
+
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return np.power(a, b)
+    except ValueError as err:  # numpy refuses negative integer exponents
+        raise ValueError(f"power: {err}") from None
+
+
+def _binary_kernel(fn: Callable[[np.ndarray, np.ndarray], Any], bool_out: bool = False):
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        a, b = args
+        with np.errstate(all="ignore"):
+            out = fn(a, b)
+        return result(out, "bool" if bool_out else a.dtype.name)
+
+    return kernel
+
+
+_BINARY = {
+    "add": (np.add, NUMERIC_DTYPES, "Elementwise ``lhs + rhs`` with broadcasting."),
+    "subtract": (np.subtract, NUMERIC_DTYPES, "Elementwise ``lhs - rhs`` with broadcasting."),
+    "multiply": (np.multiply, NUMERIC_DTYPES, "Elementwise ``lhs * rhs`` with broadcasting."),
+    "divide": (
+        _divide,
+        NUMERIC_DTYPES,
+        "Elementwise ``lhs / rhs`` with broadcasting; integers truncate toward zero "
+        "(x / 0 is 0 for integers).",
+    ),
+    "power": (_power, NUMERIC_DTYPES, "Elementwise ``lhs ** rhs`` with broadcasting."),
+    "maximum": (np.maximum, ALL_DTYPES, "Elementwise maximum with broadcasting."),
+    "minimum": (np.minimum, ALL_DTYPES, "Elementwise minimum with broadcasting."),
+}
+_COMPARE = {
+    "equal": (np.equal, "Elementwise ``lhs == rhs`` (bool result) with broadcasting."),
+    "not_equal": (np.not_equal, "Elementwise ``lhs != rhs`` (bool result) with broadcasting."),
+    "less": (np.less, "Elementwise ``lhs < rhs`` (bool result) with broadcasting."),
+    "less_equal": (np.less_equal, "Elementwise ``lhs <= rhs`` (bool result) with broadcasting."),
+    "greater": (np.greater, "Elementwise ``lhs > rhs`` (bool result) with broadcasting."),
+    "greater_equal": (
+        np.greater_equal,
+        "Elementwise ``lhs >= rhs`` (bool result) with broadcasting.",
+    ),
+}
+
+for _name, (_fn, _allowed, _doc) in _BINARY.items():
+    register(
+        _name,
+        num_inputs=2,
+        type_rel=_binary_rel(_name, _allowed),
+        kernel=_binary_kernel(_fn),
+        pattern=OpPattern.BROADCAST,
+        doc=_doc,
+    )
+for _name, (_fn, _doc) in _COMPARE.items():
+    register(
+        _name,
+        num_inputs=2,
+        type_rel=_binary_rel(_name, ALL_DTYPES, out_dtype="bool"),
+        kernel=_binary_kernel(_fn, bool_out=True),
+        pattern=OpPattern.BROADCAST,
+        doc=_doc,
+    )
+
+
+def add(lhs: Any, rhs: Any) -> Call:
+    """``lhs + rhs`` elementwise, with numpy broadcasting."""
+    return make_call("add", [lhs, rhs], ["lhs", "rhs"])
+
+
+def subtract(lhs: Any, rhs: Any) -> Call:
+    """``lhs - rhs`` elementwise, with numpy broadcasting."""
+    return make_call("subtract", [lhs, rhs], ["lhs", "rhs"])
+
+
+def multiply(lhs: Any, rhs: Any) -> Call:
+    """``lhs * rhs`` elementwise, with numpy broadcasting."""
+    return make_call("multiply", [lhs, rhs], ["lhs", "rhs"])
+
+
+def divide(lhs: Any, rhs: Any) -> Call:
+    """``lhs / rhs`` elementwise; integer division truncates toward zero."""
+    return make_call("divide", [lhs, rhs], ["lhs", "rhs"])
+
+
+def power(lhs: Any, rhs: Any) -> Call:
+    """``lhs ** rhs`` elementwise, with numpy broadcasting."""
+    return make_call("power", [lhs, rhs], ["lhs", "rhs"])
+
+
+def maximum(lhs: Any, rhs: Any) -> Call:
+    """The elementwise maximum of ``lhs`` and ``rhs``."""
+    return make_call("maximum", [lhs, rhs], ["lhs", "rhs"])
+
+
+def minimum(lhs: Any, rhs: Any) -> Call:
+    """The elementwise minimum of ``lhs`` and ``rhs``."""
+    return make_call("minimum", [lhs, rhs], ["lhs", "rhs"])
+
+
+def equal(lhs: Any, rhs: Any) -> Call:
+    """``lhs == rhs`` elementwise, as a bool tensor."""
+    return make_call("equal", [lhs, rhs], ["lhs", "rhs"])
+
+
+def not_equal(lhs: Any, rhs: Any) -> Call:
+    """``lhs != rhs`` elementwise, as a bool tensor."""
+    return make_call("not_equal", [lhs, rhs], ["lhs", "rhs"])
+
+
+def less(lhs: Any, rhs: Any) -> Call:
+    """``lhs < rhs`` elementwise, as a bool tensor."""
+    return make_call("less", [lhs, rhs], ["lhs", "rhs"])
+
+
+def less_equal(lhs: Any, rhs: Any) -> Call:
+    """``lhs <= rhs`` elementwise, as a bool tensor."""
+    return make_call("less_equal", [lhs, rhs], ["lhs", "rhs"])
+
+
+def greater(lhs: Any, rhs: Any) -> Call:
+    """``lhs > rhs`` elementwise, as a bool tensor."""
+    return make_call("greater", [lhs, rhs], ["lhs", "rhs"])
+
+
+def greater_equal(lhs: Any, rhs: Any) -> Call:
+    """``lhs >= rhs`` elementwise, as a bool tensor."""
+    return make_call("greater_equal", [lhs, rhs], ["lhs", "rhs"])
+
+
+# -- where, clip, cast -------------------------------------------------------------------------
+
+
+def _where_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    cond = tensor_arg(arg_types[0], "where", "condition")
+    x = tensor_arg(arg_types[1], "where", "x")
+    y = tensor_arg(arg_types[2], "where", "y")
+    if cond.dtype != "bool":
+        raise TypeError(f"where: condition must have dtype bool, got {cond}")
+    dtype = check_same_dtype("where", ("x", x), ("y", y))
+    shape = broadcast_shapes("where", ("condition", cond.shape), ("x", x.shape), ("y", y.shape))
+    return TensorType(shape, dtype)
+
+
+def _where_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    cond, x, y = args
+    return result(np.where(cond, x, y), x.dtype.name)
+
+
+register(
+    "where",
+    num_inputs=3,
+    type_rel=_where_rel,
+    kernel=_where_kernel,
+    pattern=OpPattern.BROADCAST,
+    doc="Pick ``x`` where ``condition`` (bool) is true, else ``y``; all three broadcast.",
+)
+
+
+def where(condition: Any, x: Any, y: Any) -> Call:
+    """Elements of ``x`` where ``condition`` is true, else of ``y`` (3-way broadcast)."""
+    return make_call("where", [condition, x, y], ["condition", "x", "y"])
+
+
+def _clip_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "clip", "a")
+    check_dtype(data, NUMERIC_DTYPES, "clip", "a")
+    if attrs["a_min"] > attrs["a_max"]:
+        raise ValueError(
+            f"clip: a_min ({attrs['a_min']}) must not be greater than a_max ({attrs['a_max']})"
+        )
+    return data
+
+
+def _clip_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    # Integer tensors are clipped in float and rounded toward zero, which
+    # for in-range values is the same as clipping to the truncated bounds.
+    return result(np.clip(args[0], attrs["a_min"], attrs["a_max"]), args[0].dtype.name)
+
+
+register(
+    "clip",
+    num_inputs=1,
+    type_rel=_clip_rel,
+    kernel=_clip_kernel,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(
+        AttrField("a_min", attr_float, doc="Lower bound."),
+        AttrField("a_max", attr_float, doc="Upper bound."),
+    ),
+    doc="Clamp every element into ``[a_min, a_max]``.",
+)
+
+
+def clip(a: Any, a_min: float, a_max: float) -> Call:
+    """Clamp every element of ``a`` into ``[a_min, a_max]``."""
+    return make_call("clip", [a], ["a"], a_min=a_min, a_max=a_max)
+
+
+def _cast_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "cast", "data")
+    return TensorType(data.shape, attrs["dtype"])
+
+
+def _cast_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(args[0]).astype(attrs["dtype"])
+
+
+register(
+    "cast",
+    num_inputs=1,
+    type_rel=_cast_rel,
+    kernel=_cast_kernel,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(AttrField("dtype", attr_dtype, doc="The target dtype."),),
+    doc="Convert every element to ``dtype`` (numpy's conversion rules).",
+)
+
+
+def cast(data: Any, dtype: Any) -> Call:
+    """``data`` converted to ``dtype``."""
+    return make_call("cast", [data], ["data"], dtype=dtype)

@@ -1,0 +1,539 @@
+"""Shape-changing (injective) ops: ``reshape``, ``reverse_reshape``,
+``transpose``, ``concatenate``, ``split``, ``squeeze``, ``expand_dims`` and
+``layout_transform``.
+
+``reshape`` understands Relay's special values in ``newshape``:
+
+* ``0`` copies the matching input dimension (with ``allowzero`` it is a literal 0);
+* ``-1`` is inferred from the remaining size (at most one);
+* ``-2`` copies all remaining input dimensions;
+* ``-3`` merges the next two input dimensions into one;
+* ``-4`` splits the next input dimension into the two values that follow it
+  (one of which may be ``-1``).
+
+"Matching" is positional: every value except ``-2``/``-3``/``-4`` consumes
+one input dimension. ``reverse_reshape`` applies the same rules from the
+right (Relay's ``reverse_reshape``): ``(10, 5, 4)`` with ``(-1, 0)`` gives
+``(50, 4)`` where ``reshape`` gives ``(40, 5)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.attrs import Attrs
+from ..ir.nodes import Call
+from ..ir.op import AttrField, Op, OpPattern, attr_bool, attr_int, attr_ints, attr_optional_ints
+from ..ir.types import TensorType, TupleType, Type
+from ._common import (
+    as_tuple_expr,
+    attr_int_or_ints,
+    make_call,
+    normalize_axes,
+    normalize_axis,
+    register,
+    tensor_arg,
+    tuple_fields,
+)
+
+__all__ = [
+    "reshape",
+    "reverse_reshape",
+    "transpose",
+    "concatenate",
+    "split",
+    "squeeze",
+    "expand_dims",
+    "layout_transform",
+    "infer_reshape",
+]
+
+
+def _prod(dims: Sequence[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+# -- reshape -----------------------------------------------------------------------------------
+
+
+def infer_reshape(
+    ishape: tuple[int, ...], newshape: Sequence[int], allowzero: bool = False, op: str = "reshape"
+) -> tuple[int, ...]:
+    """The output shape of reshaping ``ishape`` to ``newshape`` (Relay's special values)."""
+    out: list[int] = []
+    infer_at = -1
+    src = 0  # the next input dimension a value consumes
+    i = 0
+
+    def need(count: int, value: int) -> None:
+        if src + count > len(ishape):
+            raise ValueError(
+                f"{op}: newshape {tuple(newshape)}: value {value} at position {i} needs "
+                f"input dimension {src + count - 1} but the input {ishape} has only "
+                f"{len(ishape)} dimensions"
+            )
+
+    while i < len(newshape):
+        v = newshape[i]
+        if v > 0 or (v == 0 and allowzero):
+            out.append(v)
+            src += 1
+        elif v == 0:
+            need(1, v)
+            out.append(ishape[src])
+            src += 1
+        elif v == -1:
+            if infer_at >= 0:
+                raise ValueError(f"{op}: newshape {tuple(newshape)} has more than one -1")
+            infer_at = len(out)
+            out.append(1)
+            src += 1
+        elif v == -2:
+            out.extend(ishape[src:])
+            src = len(ishape)
+        elif v == -3:
+            need(2, v)
+            out.append(ishape[src] * ishape[src + 1])
+            src += 2
+        elif v == -4:
+            if i + 2 >= len(newshape):
+                raise ValueError(
+                    f"{op}: newshape {tuple(newshape)}: -4 at position {i} must be followed "
+                    "by the two dimensions to split into"
+                )
+            need(1, v)
+            whole = ishape[src]
+            d1, d2 = newshape[i + 1], newshape[i + 2]
+            if d1 == -1 and d2 == -1:
+                raise ValueError(
+                    f"{op}: newshape {tuple(newshape)}: -4 split dims cannot both be -1"
+                )
+            if d1 < -1 or d2 < -1 or d1 == 0 or d2 == 0:
+                raise ValueError(
+                    f"{op}: newshape {tuple(newshape)}: -4 split dims must be positive or -1, "
+                    f"got ({d1}, {d2})"
+                )
+            known = d2 if d1 == -1 else d1
+            if known == 0 or whole % known:
+                raise ValueError(
+                    f"{op}: newshape {tuple(newshape)}: cannot split input dimension {src} of "
+                    f"size {whole} into ({d1}, {d2})"
+                )
+            d1 = whole // known if d1 == -1 else d1
+            d2 = whole // known if d2 == -1 else d2
+            if d1 * d2 != whole:
+                raise ValueError(
+                    f"{op}: newshape {tuple(newshape)}: cannot split input dimension {src} of "
+                    f"size {whole} into ({d1}, {d2})"
+                )
+            out.extend((d1, d2))
+            src += 1
+            i += 2
+        else:
+            raise ValueError(
+                f"{op}: newshape {tuple(newshape)} has unsupported value {v} at position {i} "
+                "(allowed: positive sizes, 0, -1, -2, -3, -4)"
+            )
+        i += 1
+
+    total = _prod(ishape)
+    if infer_at >= 0:
+        rest = _prod(out[:infer_at] + out[infer_at + 1 :])
+        if rest == 0 or total % rest:
+            raise ValueError(
+                f"{op}: cannot infer the -1 in newshape {tuple(newshape)} for input shape "
+                f"{ishape} ({total} elements)"
+            )
+        out[infer_at] = total // rest
+    if _prod(out) != total:
+        raise ValueError(
+            f"{op}: cannot reshape {ishape} ({total} elements) to newshape {tuple(newshape)} "
+            f"= {tuple(out)} ({_prod(out)} elements)"
+        )
+    return tuple(out)
+
+
+def _reverse_newshape(newshape: Sequence[int]) -> list[int]:
+    """``newshape`` read right to left; a ``-4, a, b`` group becomes ``-4, b, a``."""
+    groups: list[tuple[int, ...]] = []
+    i = 0
+    while i < len(newshape):
+        if newshape[i] == -4:
+            if i + 2 >= len(newshape):
+                raise ValueError(
+                    f"reverse_reshape: newshape {tuple(newshape)}: -4 at position {i} must be "
+                    "followed by the two dimensions to split into"
+                )
+            a, b = newshape[i + 1 : i + 3]
+            groups.append((-4, b, a))
+            i += 3
+        else:
+            groups.append((newshape[i],))
+            i += 1
+    return [v for g in reversed(groups) for v in g]
+
+
+def _reshape_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "reshape", "data")
+    return TensorType(infer_reshape(data.shape, attrs["newshape"], attrs["allowzero"]), data.dtype)
+
+
+def _reverse_reshape_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "reverse_reshape", "data")
+    newshape = attrs["newshape"]
+    try:
+        shape = infer_reshape(data.shape[::-1], _reverse_newshape(newshape), op="reverse_reshape")
+    except ValueError as err:
+        raise ValueError(f"{err} (applied right to left to {newshape})") from None
+    return TensorType(shape[::-1], data.dtype)
+
+
+def _reshape_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    out = infer_reshape(args[0].shape, attrs["newshape"], attrs["allowzero"])
+    return np.reshape(args[0], out)
+
+
+def _reverse_reshape_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    x = args[0]
+    out = infer_reshape(x.shape[::-1], _reverse_newshape(attrs["newshape"]), op="reverse_reshape")
+    return np.reshape(x, out[::-1])
+
+
+register(
+    "reshape",
+    num_inputs=1,
+    type_rel=_reshape_rel,
+    kernel=_reshape_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("newshape", attr_ints, doc="The new shape, with Relay's special values."),
+        AttrField("allowzero", attr_bool, False, doc="Treat 0 as a literal size."),
+    ),
+    doc="Reshape to ``newshape`` (special values 0, -1, -2, -3, -4 as in Relay).",
+)
+register(
+    "reverse_reshape",
+    num_inputs=1,
+    type_rel=_reverse_reshape_rel,
+    kernel=_reverse_reshape_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("newshape", attr_ints, doc="The new shape, read right to left."),),
+    doc="Reshape with the special values of ``newshape`` applied right to left.",
+)
+
+
+def reshape(data: Any, newshape: Any, allowzero: bool = False) -> Call:
+    """``data`` reshaped to ``newshape`` (Relay's special values 0, -1, -2, -3, -4)."""
+    return make_call("reshape", [data], ["data"], newshape=newshape, allowzero=allowzero)
+
+
+def reverse_reshape(data: Any, newshape: Any) -> Call:
+    """Like :func:`reshape` with the special values inferred from right to left."""
+    return make_call("reverse_reshape", [data], ["data"], newshape=newshape)
+
+
+# -- transpose ---------------------------------------------------------------------------------
+
+
+def _perm(ndim: int, axes: tuple[int, ...] | None) -> tuple[int, ...]:
+    if axes is None:
+        return tuple(range(ndim - 1, -1, -1))
+    if len(axes) != ndim:
+        raise ValueError(f"transpose: axes {axes} must list each of the {ndim} axes once")
+    return normalize_axes(axes, ndim, "transpose", "axes")
+
+
+def _transpose_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "transpose", "data")
+    perm = _perm(data.ndim, attrs["axes"])
+    return TensorType(tuple(data.shape[p] for p in perm), data.dtype)
+
+
+def _transpose_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.transpose(args[0], _perm(args[0].ndim, attrs["axes"]))
+
+
+register(
+    "transpose",
+    num_inputs=1,
+    type_rel=_transpose_rel,
+    kernel=_transpose_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("axes", attr_optional_ints, None, doc="The permutation; None reverses."),),
+    doc="Permute the axes (``axes=None`` reverses them).",
+)
+
+
+def transpose(data: Any, axes: Any = None) -> Call:
+    """``data`` with its axes permuted by ``axes`` (None: reversed)."""
+    return make_call("transpose", [data], ["data"], axes=axes)
+
+
+# -- concatenate and split ---------------------------------------------------------------------
+
+
+def _concatenate_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    fields = tuple_fields(arg_types[0], "concatenate", "data")
+    if not fields:
+        raise ValueError("concatenate: data must hold at least one tensor, got an empty tuple")
+    first = fields[0]
+    axis = normalize_axis(attrs["axis"], first.ndim, "concatenate") if first.ndim else None
+    if axis is None:
+        raise ValueError(f"concatenate: data[0] is a scalar ({first}); cannot concatenate scalars")
+    total = 0
+    for i, f in enumerate(fields):
+        if f.dtype != first.dtype:
+            raise TypeError(
+                f"concatenate: data[{i}] has dtype {f.dtype} but data[0] has {first.dtype}"
+            )
+        if f.ndim != first.ndim:
+            raise ValueError(f"concatenate: data[{i}] is {f} but data[0] is {first}: ranks differ")
+        for d in range(first.ndim):
+            if d != axis and f.shape[d] != first.shape[d]:
+                raise ValueError(
+                    f"concatenate: data[{i}] has shape {f.shape} but data[0] has {first.shape}; "
+                    f"they must agree except on axis {axis}"
+                )
+        total += f.shape[axis]
+    shape = list(first.shape)
+    shape[axis] = total
+    return TensorType(tuple(shape), first.dtype)
+
+
+def _concatenate_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.concatenate(tuple(args[0]), axis=attrs["axis"])
+
+
+register(
+    "concatenate",
+    num_inputs=1,
+    type_rel=_concatenate_rel,
+    kernel=_concatenate_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("axis", attr_int, 0, doc="The axis to join along."),),
+    doc="Join the tensors of a tuple along ``axis``.",
+)
+
+
+def concatenate(data: Any, axis: int = 0) -> Call:
+    """Join a list (or tuple expression) of tensors along ``axis``."""
+    return Call(Op.get("concatenate"), [as_tuple_expr(data, "concatenate")], {"axis": axis})
+
+
+def _split_bounds(size: int, spec: int | tuple[int, ...]) -> list[int]:
+    """Start offsets of the pieces, plus ``size`` at the end."""
+    if isinstance(spec, int):
+        return [size * k // spec for k in range(spec + 1)]
+    return [0, *spec, size]
+
+
+def _split_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "split", "data")
+    if data.ndim == 0:
+        raise ValueError(f"split: data must have at least one dimension, got {data}")
+    axis = normalize_axis(attrs["axis"], data.ndim, "split")
+    size = data.shape[axis]
+    spec = attrs["indices_or_sections"]
+    if isinstance(spec, int):
+        if spec < 1:
+            raise ValueError(f"split: indices_or_sections must be >= 1 sections, got {spec}")
+        if size % spec:
+            raise ValueError(
+                f"split: axis {axis} of size {size} cannot be split into {spec} equal sections"
+            )
+    else:
+        prev = 0
+        for k, idx in enumerate(spec):
+            if idx < prev or idx > size:
+                raise ValueError(
+                    f"split: indices_or_sections {spec}: index {idx} at position {k} must be "
+                    f"non-decreasing and within [0, {size}] (axis {axis})"
+                )
+            prev = idx
+    bounds = _split_bounds(size, spec)
+    fields = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        shape = list(data.shape)
+        shape[axis] = hi - lo
+        fields.append(TensorType(tuple(shape), data.dtype))
+    return TupleType(tuple(fields))
+
+
+def _split_kernel(args: tuple, attrs: Attrs) -> tuple[np.ndarray, ...]:
+    x = args[0]
+    axis = normalize_axis(attrs["axis"], x.ndim, "split")
+    bounds = _split_bounds(x.shape[axis], attrs["indices_or_sections"])
+    index: list[Any] = [slice(None)] * x.ndim
+    pieces = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        index[axis] = slice(lo, hi)
+        pieces.append(x[tuple(index)])
+    return tuple(pieces)
+
+
+register(
+    "split",
+    num_inputs=1,
+    type_rel=_split_rel,
+    kernel=_split_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField(
+            "indices_or_sections",
+            attr_int_or_ints,
+            doc="An int: that many equal sections; a tuple: the indices to split at.",
+        ),
+        AttrField("axis", attr_int, 0, doc="The axis to split."),
+    ),
+    doc="Split along ``axis`` into equal sections or at given indices (a tuple result).",
+)
+
+
+def split(data: Any, indices_or_sections: Any, axis: int = 0) -> Call:
+    """Split ``data`` along ``axis``; the call has a tuple type (index it with ``[i]``)."""
+    return make_call("split", [data], ["data"], indices_or_sections=indices_or_sections, axis=axis)
+
+
+# -- squeeze and expand_dims -------------------------------------------------------------------
+
+
+def _squeeze_axes(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(i for i, d in enumerate(shape) if d == 1)
+    axes = normalize_axes(axis, len(shape), "squeeze")
+    for a in axes:
+        if shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {shape[a]} in shape {shape}, not 1")
+    return axes
+
+
+def _squeeze_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "squeeze", "data")
+    drop = set(_squeeze_axes(data.shape, attrs["axis"]))
+    return TensorType(tuple(d for i, d in enumerate(data.shape) if i not in drop), data.dtype)
+
+
+def _squeeze_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.squeeze(args[0], axis=_squeeze_axes(args[0].shape, attrs["axis"]))
+
+
+register(
+    "squeeze",
+    num_inputs=1,
+    type_rel=_squeeze_rel,
+    kernel=_squeeze_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("axis", attr_optional_ints, None, doc="Axes to drop; None: all of size 1."),),
+    doc="Remove axes of size 1 (the given ones, or all).",
+)
+
+
+def squeeze(data: Any, axis: Any = None) -> Call:
+    """``data`` without the size-1 axes ``axis`` (None: every size-1 axis)."""
+    return make_call("squeeze", [data], ["data"], axis=axis)
+
+
+def _expand_shape(shape: tuple[int, ...], axis: int, num_newaxis: int) -> tuple[int, ...]:
+    ndim = len(shape)
+    if not -ndim - 1 <= axis <= ndim:
+        raise ValueError(
+            f"expand_dims: axis {axis} is out of range [{-ndim - 1}, {ndim}] for a {ndim}-D tensor"
+        )
+    if num_newaxis < 0:
+        raise ValueError(f"expand_dims: num_newaxis must be >= 0, got {num_newaxis}")
+    pos = axis + ndim + 1 if axis < 0 else axis
+    return shape[:pos] + (1,) * num_newaxis + shape[pos:]
+
+
+def _expand_dims_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "expand_dims", "data")
+    return TensorType(_expand_shape(data.shape, attrs["axis"], attrs["num_newaxis"]), data.dtype)
+
+
+def _expand_dims_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    x = args[0]
+    return np.reshape(x, _expand_shape(x.shape, attrs["axis"], attrs["num_newaxis"]))
+
+
+register(
+    "expand_dims",
+    num_inputs=1,
+    type_rel=_expand_dims_rel,
+    kernel=_expand_dims_kernel,
+    pattern=OpPattern.BROADCAST,
+    attrs=(
+        AttrField("axis", attr_int, doc="Where the new axes go (negative: from the end)."),
+        AttrField("num_newaxis", attr_int, 1, doc="How many size-1 axes to insert."),
+    ),
+    doc="Insert ``num_newaxis`` axes of size 1 at ``axis``.",
+)
+
+
+def expand_dims(data: Any, axis: int, num_newaxis: int = 1) -> Call:
+    """``data`` with ``num_newaxis`` size-1 axes inserted at ``axis``."""
+    return make_call("expand_dims", [data], ["data"], axis=axis, num_newaxis=num_newaxis)
+
+
+# -- layout_transform --------------------------------------------------------------------------
+
+_PRIMAL_LAYOUT = re.compile(r"[A-Z]+")
+
+
+def _attr_primal_layout(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{where} must be a layout string, got {value!r}")
+    if not _PRIMAL_LAYOUT.fullmatch(value) or len(set(value)) != len(value):
+        raise ValueError(
+            f"{where}: unsupported layout {value!r}; only layouts made of distinct upper-case "
+            "axis letters are supported (e.g. NCHW, NHWC, OIHW, HWIO), not split axes "
+            "such as NCHW16c"
+        )
+    return value
+
+
+def _layout_transform_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "layout_transform", "data")
+    src, dst = attrs["src_layout"], attrs["dst_layout"]
+    if sorted(src) != sorted(dst):
+        raise ValueError(
+            f"layout_transform: src_layout {src!r} and dst_layout {dst!r} must have the "
+            "same axis letters"
+        )
+    if len(src) != data.ndim:
+        raise ValueError(
+            f"layout_transform: src_layout {src!r} has {len(src)} axes but data is {data}"
+        )
+    return TensorType(tuple(data.shape[src.index(c)] for c in dst), data.dtype)
+
+
+def _layout_transform_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    src, dst = attrs["src_layout"], attrs["dst_layout"]
+    return np.transpose(args[0], [src.index(c) for c in dst])
+
+
+register(
+    "layout_transform",
+    num_inputs=1,
+    type_rel=_layout_transform_rel,
+    kernel=_layout_transform_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("src_layout", _attr_primal_layout, doc="The layout of the input."),
+        AttrField("dst_layout", _attr_primal_layout, doc="The layout of the output."),
+    ),
+    doc="Reorder axes from ``src_layout`` to ``dst_layout`` (e.g. NCHW to NHWC).",
+)
+
+
+def layout_transform(data: Any, src_layout: str, dst_layout: str) -> Call:
+    """``data`` with its axes reordered from ``src_layout`` to ``dst_layout``."""
+    return make_call(
+        "layout_transform", [data], ["data"], src_layout=src_layout, dst_layout=dst_layout
+    )

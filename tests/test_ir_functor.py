@@ -1,0 +1,259 @@
+"""ExprFunctor / ExprVisitor / ExprMutator / post_order_visit, including million-node programs."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from irpass.ir import (
+    Call,
+    Constant,
+    ExprFunctor,
+    ExprMutator,
+    ExprVisitor,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    post_order_visit,
+    var,
+)
+from irpass.ir.op import OpPattern, register_op
+
+
+def _same(types, attrs):
+    return types[0]
+
+
+ADD = register_op("test.functor.add", num_inputs=2, type_rel=_same,
+                  kernel=lambda a, at: a[0] + a[1], pattern=OpPattern.BROADCAST, owner="tests")
+NEG = register_op("test.functor.neg", num_inputs=1, type_rel=_same,
+                  kernel=lambda a, at: -a[0], pattern=OpPattern.ELEMWISE, owner="tests")
+TANH = register_op("test.functor.tanh", num_inputs=1, type_rel=_same,
+                   kernel=lambda a, at: np.tanh(a[0]), pattern=OpPattern.ELEMWISE, owner="tests")
+
+
+def add(a, b):
+    return Call(ADD, [a, b])
+
+
+def neg(a):
+    return Call(NEG, [a])
+
+
+def chain(n, x):
+    e = x
+    for _ in range(n):
+        e = add(e, e)
+    return e
+
+
+def let_chain(n, x):
+    """W3's shape: `let d_i = tanh(x_i)` (unused) around a dataflow chain x_{i+1} = add(x_i, x_i)."""
+    values, cur = [], x
+    for _ in range(n):
+        values.append(Call(TANH, [cur]))
+        cur = add(cur, cur)
+    body = cur
+    for i in reversed(range(n)):
+        body = Let(Var(f"d{i}"), values[i], body)
+    return body
+
+
+class Counter(ExprVisitor):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.seen = []
+
+    def visit_call(self, call):
+        self.calls += 1
+        self.seen.append(call)
+        super().visit_call(call)
+
+
+def test_visitor_visits_every_node_of_a_dag_once():
+    x = var("x")
+    a = neg(x)
+    b = add(a, a)  # a shared
+    c = add(b, a)
+    v = Counter()
+    v.visit(c)
+    assert v.calls == 3
+    assert v.seen == [a, b, c]  # children before parents
+
+
+def test_visitor_reaches_every_kind_of_node():
+    x, y, f_param = var("x"), var("y"), var("p")
+    gv = GlobalVar("g")
+    k = const(1.0)
+    inner = Function([f_param], neg(f_param))
+    expr = Let(
+        y,
+        Tuple([x, k]),
+        If(TupleGetItem(y, 0), Call(inner, [TupleGetItem(y, 1)]), Call(gv, [x])),
+    )
+    kinds = []
+
+    class Kinds(ExprVisitor):
+        pass
+
+    for name in ["var", "global_var", "constant", "tuple", "tuple_getitem", "call", "let", "if",
+                 "function", "op"]:
+        def method(self, node, _name=name, _base=getattr(ExprVisitor, f"visit_{name}")):
+            kinds.append(_name)
+            _base(self, node)
+
+        setattr(Kinds, f"visit_{name}", method)
+    # Methods set after class creation are not seen by the cached vtable: rebuild it.
+    Kinds.__init_subclass__()
+    Kinds().visit(expr)
+    assert set(kinds) == {"var", "global_var", "constant", "tuple", "tuple_getitem", "call", "let",
+                          "if", "function", "op"}
+
+
+def test_identity_mutator_returns_the_same_objects():
+    x, y = var("x"), var("y")
+    f = Function([x, y], Let(Var("t"), Tuple([x, const(2.0)]), If(x, add(x, y), neg(y))))
+    assert ExprMutator().visit(f) is f
+
+
+def test_mutator_rebuilds_only_the_path_to_a_change_and_keeps_sharing():
+    x = var("x")
+    a = neg(x)
+    b = add(a, a)
+    untouched = neg(const(1.0))
+    root = Tuple([b, untouched])
+
+    class NegToAdd(ExprMutator):
+        def visit_call(self, call):
+            new = super().visit_call(call)
+            if new.op is NEG and new.args[0] is x:
+                return add(x, x)
+            return new
+
+    out = NegToAdd().visit(root)
+    assert out is not root
+    assert out.fields[1] is untouched  # untouched subtree kept as is
+    new_b = out.fields[0]
+    assert new_b.args[0] is new_b.args[1]  # the shared node is rewritten once, still shared
+    assert new_b.args[0].op is ADD
+    assert root.fields[0] is b and b.args[0] is a  # input unchanged
+
+
+def test_mutator_let_binding_hook_can_drop_and_substitute():
+    x = var("x")
+    t = Var("t")
+    u = Var("u")
+    expr = Let(t, const(3.0), Let(u, neg(x), add(t, u)))
+
+    class Propagate(ExprMutator):
+        def visit_let_binding(self, let):
+            value = self.visit(let.value)
+            if isinstance(value, Constant):
+                self.memo[let.var] = value
+                return None
+            return self.visit(let.var), value
+
+    out = Propagate().visit(expr)
+    assert isinstance(out, Let) and out.var is u
+    assert isinstance(out.body.args[0], Constant) and out.body.args[1] is u
+
+
+def test_functor_dispatches_and_reports_unhandled_nodes():
+    class Kind(ExprFunctor):
+        def visit_var(self, v):
+            return "var:" + v.name_hint
+
+    assert Kind().visit(var("x")) == "var:x"
+    with pytest.raises(NotImplementedError, match="Kind does not handle Constant"):
+        Kind().visit(const(1.0))
+    with pytest.raises(TypeError, match="cannot visit int"):
+        Kind().visit(3)
+
+
+def test_visitor_without_super_init_still_works():
+    class NoInit(ExprVisitor):
+        def __init__(self):
+            self.n = 0
+
+        def visit_var(self, v):
+            self.n += 1
+
+    v = NoInit()
+    x = var("x")
+    v.visit(add(x, neg(x)))
+    assert v.n == 1
+
+
+def test_post_order_visit_children_first_once_each():
+    x = var("x")
+    a = neg(x)
+    b = add(a, a)
+    order = []
+    post_order_visit(b, order.append)
+    assert order == [ADD, NEG, x, a, b]
+    assert len(order) == len(set(order))
+
+
+def test_post_order_visit_covers_let_and_function():
+    x, t = var("x"), Var("t")
+    f = Function([x], Let(t, neg(x), t))
+    order = []
+    post_order_visit(f, order.append)
+    assert order.index(x) < order.index(f.body) < order.index(f)
+    assert t in order and NEG in order
+
+
+@pytest.mark.parametrize("n", [100_000])
+def test_deep_chains_do_not_recurse(n):
+    limit = sys.getrecursionlimit()
+    x = var("x")
+    deep = chain(n, x)
+    v = Counter()
+    v.visit(deep)
+    assert v.calls == n
+    assert ExprMutator().visit(deep) is deep
+    lets = let_chain(n, x)
+    assert ExprMutator().visit(lets) is lets
+    seen = []
+    post_order_visit(lets, lambda node: seen.append(node) if isinstance(node, Let) else None)
+    assert len(seen) == n
+    assert sys.getrecursionlimit() == limit
+
+
+def test_mutator_rewrites_inside_a_deep_let_chain():
+    x = var("x")
+    lets = let_chain(20_000, x)
+
+    class TanhToNeg(ExprMutator):
+        def visit_call(self, call):
+            new = super().visit_call(call)
+            return neg(new.args[0]) if new.op is TANH else new
+
+    out = TanhToNeg().visit(lets)
+    ops = []
+    post_order_visit(out, lambda node: ops.append(node.op) if isinstance(node, Call) else None)
+    assert TANH not in ops and ops.count(NEG) == 20_000
+    # The original chain is untouched.
+    assert lets.value.op is TANH
+
+
+@pytest.mark.slow
+def test_million_node_chain_and_let_chain():
+    x = var("x")
+    deep = chain(1_000_000, x)
+    v = Counter()
+    v.visit(deep)
+    assert v.calls == 1_000_000
+    assert ExprMutator().visit(deep) is deep
+    lets = let_chain(1_000_000, x)
+    assert ExprMutator().visit(lets) is lets
+    n = [0]
+    post_order_visit(lets, lambda node: n.__setitem__(0, n[0] + 1))
+    # lets, tanh calls, d vars and the add chain (N each), plus x and the two ops
+    assert n[0] == 4_000_000 + 3

@@ -1,0 +1,267 @@
+"""Construction, validation and immutability of types, attrs, nodes and ops."""
+
+import numpy as np
+import pytest
+
+from irpass.ir import (
+    Attrs,
+    Call,
+    Constant,
+    FuncType,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Var,
+    const,
+    var,
+)
+from irpass.ir.op import AttrField, OpPattern, attr_int, attr_ints, register_op
+
+
+def _rel_first(arg_types, attrs):
+    return arg_types[0]
+
+
+def _kernel_first(args, attrs):
+    return args[0]
+
+
+TEST_OP = register_op(
+    "test.nodes.ident",
+    num_inputs=1,
+    type_rel=_rel_first,
+    kernel=_kernel_first,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(AttrField("axis", attr_int, 0), AttrField("sizes", attr_ints)),
+    owner="tests",
+)
+
+
+# -- types ---------------------------------------------------------------------------
+
+
+def test_tensor_type_normalizes_and_compares_by_value():
+    a = TensorType([2, np.int64(3)], np.float32)
+    b = TensorType((2, 3), "float32")
+    assert a == b and hash(a) == hash(b)
+    assert a.shape == (2, 3) and type(a.shape[1]) is int
+    assert a.dtype == "float32" and a.ndim == 2 and a.size == 6
+    assert str(a) == "Tensor[(2, 3), float32]"
+    assert str(TensorType((5,))) == "Tensor[(5,), float32]"
+    assert TensorType((2, 3), "float64") != a
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, exc, words",
+    [
+        ((2, -1), "float32", ValueError, "shape[1] must be >= 0"),
+        ((2, 1.5), "float32", TypeError, "shape[1] must be an int"),
+        (3, "float32", TypeError, "sequence of ints"),
+        ((2,), "complex64", ValueError, "unsupported dtype 'complex64'"),
+        ((2,), 7, TypeError, "dtype"),
+    ],
+)
+def test_tensor_type_rejects_bad_fields(shape, dtype, exc, words):
+    with pytest.raises(exc, match=words.replace("[", r"\[").replace("]", r"\]")):
+        TensorType(shape, dtype)
+
+
+def test_tuple_and_func_types():
+    t = TensorType((2,))
+    tt = TupleType([t, t])
+    assert tt.fields == (t, t) and str(tt) == "(Tensor[(2,), float32], Tensor[(2,), float32])"
+    ft = FuncType([t], tt)
+    assert ft == FuncType((t,), TupleType((t, t)))
+    with pytest.raises(TypeError, match=r"TupleType.fields\[1\]"):
+        TupleType([t, "x"])
+    with pytest.raises(TypeError, match="FuncType.ret_type"):
+        FuncType([t], None)
+
+
+def test_types_are_frozen():
+    t = TensorType((2,))
+    with pytest.raises(AttributeError):
+        t.shape = (3,)
+
+
+# -- attrs -----------------------------------------------------------------------------
+
+
+def test_attrs_are_immutable_hashable_and_normalized():
+    a = Attrs({"padding": [1, 1], "axis": np.int64(2), "rate": np.float32(0.5), "flag": np.bool_(True)})
+    assert a["padding"] == (1, 1) and type(a["axis"]) is int and type(a["rate"]) is float
+    assert a.flag is True and a.axis == 2
+    assert a == Attrs({"padding": (1, 1), "axis": 2, "rate": 0.5, "flag": True})
+    assert hash(a) == hash(Attrs({"flag": True, "rate": 0.5, "axis": 2, "padding": (1, 1)}))
+    with pytest.raises(AttributeError, match="immutable"):
+        a.axis = 3
+    with pytest.raises(TypeError):
+        a["axis"] = 3  # type: ignore[index]
+    with pytest.raises(AttributeError, match="no field 'nope'"):
+        _ = a.nope
+    b = a.replace(axis=1)
+    assert b.axis == 1 and a.axis == 2
+
+
+def test_attrs_reject_unsupported_values():
+    with pytest.raises(TypeError, match="attribute 'f'"):
+        Attrs({"f": object()})
+    with pytest.raises(TypeError, match="names must be strings"):
+        Attrs({1: 2})
+
+
+# -- ops -----------------------------------------------------------------------------------
+
+
+def test_op_registry_lookup_and_errors():
+    assert Op.get("test.nodes.ident") is TEST_OP
+    with pytest.raises(ValueError, match="unknown op 'test.nodes.idnet'.*did you mean test.nodes.ident"):
+        Op.get("test.nodes.idnet")
+    with pytest.raises(ValueError, match="already registered by 'tests'.*'someone' cannot"):
+        register_op(
+            "test.nodes.ident",
+            num_inputs=1,
+            type_rel=_rel_first,
+            kernel=_kernel_first,
+            pattern=OpPattern.ELEMWISE,
+            owner="someone",
+        )
+    with pytest.raises(ValueError, match="num_inputs"):
+        register_op("test.nodes.bad", num_inputs=-2, type_rel=_rel_first, kernel=_kernel_first,
+                    pattern=OpPattern.OPAQUE)
+    with pytest.raises(ValueError):
+        register_op("test.nodes.bad2", num_inputs=1, type_rel=_rel_first, kernel=_kernel_first,
+                    pattern=99)
+
+
+def test_call_checks_attrs_against_the_op_schema():
+    x = var("x", shape=(2,))
+    c = Call(TEST_OP, [x], {"sizes": [1, 2]})
+    assert c.attrs == {"axis": 0, "sizes": (1, 2)}  # default filled in
+    with pytest.raises(ValueError, match="requires attribute 'sizes'"):
+        Call(TEST_OP, [x])
+    with pytest.raises(ValueError, match="has no attribute 'axes'.*did you mean axis"):
+        Call(TEST_OP, [x], {"sizes": [1], "axes": 1})
+    with pytest.raises(TypeError, match=r"test.nodes.ident.axis must be an int"):
+        Call(TEST_OP, [x], {"sizes": [1], "axis": "0"})
+    with pytest.raises(ValueError, match="takes 1 argument"):
+        Call(TEST_OP, [x, x], {"sizes": [1]})
+    # Rebuilding with the checked attrs reuses them as they are.
+    assert Call(TEST_OP, [x], c.attrs).attrs is c.attrs
+
+
+# -- nodes ---------------------------------------------------------------------------------
+
+
+def test_var_identity_and_helpers():
+    a = var("x", shape=(2, 3))
+    b = var("x", shape=(2, 3))
+    assert a is not b and a != b and len({a, b}) == 2
+    assert a.type_annotation == TensorType((2, 3))
+    assert var("i", shape=(), dtype="int64").type_annotation == TensorType((), "int64")
+    with pytest.raises(ValueError, match="either type_annotation or shape"):
+        var("x", TensorType((1,)), shape=(1,))
+    with pytest.raises(TypeError, match="Var.name_hint"):
+        Var(3)
+    with pytest.raises(TypeError, match="Var.type_annotation"):
+        Var("x", (2, 3))
+
+
+def test_const_dtype_rules_and_readonly_data():
+    assert const(1.5).data.dtype == np.float32
+    assert const(2).data.dtype == np.int32
+    assert const(True).data.dtype == np.bool_
+    assert const([1, 2], dtype="int64").data.dtype == np.int64
+    arr = np.arange(6, dtype=np.float64).reshape(2, 3)
+    c = const(arr)
+    assert c.data.dtype == np.float64 and c.type == TensorType((2, 3), "float64")
+    arr[0, 0] = 100.0  # the constant owns a copy
+    assert c.data[0, 0] == 0.0
+    with pytest.raises(ValueError):
+        c.data[0, 0] = 5.0
+    with pytest.raises(ValueError, match="unsupported dtype 'complex128'"):
+        Constant(np.zeros(2, dtype=np.complex128))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        Constant([1, 2])
+
+
+@pytest.mark.parametrize(
+    "build, words",
+    [
+        (lambda x: Tuple(x), "Tuple.fields must be a sequence of Expr"),
+        (lambda x: Tuple([x, 3]), r"Tuple.fields\[1\] must be an Expr"),
+        (lambda x: TupleGetItem(x, -1), "TupleGetItem.index must be >= 0"),
+        (lambda x: TupleGetItem(x, "0"), "TupleGetItem.index must be an int"),
+        (lambda x: TupleGetItem(3, 0), "TupleGetItem.tuple_value must be an Expr"),
+        (lambda x: Call(x, [x], {"a": 1}), "only calls of an Op take attributes"),
+        (lambda x: Call(const(1.0), [x]), "Call.op must be an Op or a function-valued"),
+        (lambda x: Call(TEST_OP, x, {"sizes": [1]}), "Call.args must be a sequence"),
+        (lambda x: Let(GlobalVar("g"), x, x), "Let.var must be a Var"),
+        (lambda x: Let(var("y"), None, x), "Let.value must be an Expr"),
+        (lambda x: If(x, x, 1), "If.false_branch must be an Expr"),
+        (lambda x: Function([x, x], x), r"Function.params\[1\]: %x appears twice"),
+        (lambda x: Function([const(1)], x), r"Function.params\[0\] must be a Var"),
+        (lambda x: Function([x], x, ret_type="float32"), "Function.ret_type"),
+        (lambda x: GlobalVar(""), "GlobalVar.name_hint"),
+    ],
+)
+def test_constructors_name_the_offending_field(build, words):
+    x = var("x", shape=(2,))
+    with pytest.raises((TypeError, ValueError), match=words):
+        build(x)
+
+
+def test_nodes_are_immutable():
+    x = var("x", shape=(2,))
+    c = Call(TEST_OP, [x], {"sizes": [1]})
+    f = Function([x], c)
+    for node, field in [(x, "name_hint"), (c, "args"), (f, "body"), (TEST_OP, "kernel")]:
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(node, field, None)
+    with pytest.raises(AttributeError, match="immutable"):
+        del c.op
+    assert f.attrs == {} and f.with_attr("Primitive", 1).attrs == {"Primitive": 1} and f.attrs == {}
+
+
+def test_checked_type_is_an_error_before_type_inference():
+    x = var("x", shape=(2,))
+    with pytest.raises(ValueError, match="run irpass.ir.infer_type"):
+        _ = x.checked_type
+
+
+def test_operator_overloads_build_calls():
+    x = var("x", shape=(2,))
+    y = var("y", shape=(2,))
+    for expr, name in [(x + y, "add"), (x - y, "subtract"), (x * y, "multiply"), (x / y, "divide")]:
+        assert isinstance(expr, Call) and expr.op is Op.get(name) and expr.args == (x, y)
+    r = 2.0 * x
+    assert r.op is Op.get("multiply") and isinstance(r.args[0], Constant) and r.args[1] is x
+    assert r.args[0].data.dtype == np.float32
+    n = -x
+    assert n.op is Op.get("negative") and n.args == (x,)
+    item = x[1]
+    assert isinstance(item, TupleGetItem) and item.tuple_value is x and item.index == 1
+    with pytest.raises(TypeError, match="not iterable"):
+        list(x)
+
+
+def test_children_are_in_field_order():
+    x, y = var("x"), var("y")
+    c = Call(TEST_OP, [x], {"sizes": [1]})
+    t = Tuple([x, c])
+    let = Let(y, t, y)
+    f = Function([x], let)
+    cond = If(x, y, c)
+    assert c.children() == (TEST_OP, x)
+    assert t.children() == (x, c)
+    assert TupleGetItem(t, 0).children() == (t,)
+    assert let.children() == (y, t, y)
+    assert f.children() == (x, let)
+    assert cond.children() == (x, y, c)
+    assert x.children() == () and const(1).children() == ()

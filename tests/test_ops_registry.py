@@ -1,0 +1,290 @@
+"""The op set as a whole: every op is registered with its pattern and builder,
+every kernel's output matches its type relation (over dtypes too), kernels
+leave their inputs alone, and generic schema errors are clear."""
+
+from __future__ import annotations
+
+import irpass
+import numpy as np
+import pytest
+from irpass import op
+from irpass.ir import Call, Op, OpPattern, TensorType, TupleType, Type, list_ops, var
+
+RNG = np.random.default_rng(3)
+E, BC, INJ, RED, OEF, OPQ = (
+    OpPattern.ELEMWISE,
+    OpPattern.BROADCAST,
+    OpPattern.INJECTIVE,
+    OpPattern.COMM_REDUCE,
+    OpPattern.OUT_ELEMWISE_FUSABLE,
+    OpPattern.OPAQUE,
+)
+
+# name -> fusion pattern, as the op set's specification gives them
+PATTERNS = {
+    **dict.fromkeys(["abs", "log", "exp", "sqrt", "tanh", "sigmoid", "negative", "nn.relu"], E),
+    **dict.fromkeys(["add", "subtract", "multiply", "divide", "maximum", "minimum", "power"], BC),
+    **dict.fromkeys(["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"], BC),
+    "where": BC,
+    "clip": E,
+    "cast": E,
+    **dict.fromkeys(
+        [
+            "reshape",
+            "reverse_reshape",
+            "transpose",
+            "concatenate",
+            "split",
+            "squeeze",
+            "layout_transform",
+            "nn.pad",
+        ],
+        INJ,
+    ),
+    "expand_dims": BC,
+    **dict.fromkeys(["sum", "mean", "max", "min", "prod"], RED),
+    **dict.fromkeys(["zeros", "ones", "full", "zeros_like", "ones_like"], E),
+    "shape_of": OPQ,
+    **dict.fromkeys(
+        [
+            "nn.conv2d",
+            "nn.dense",
+            "nn.batch_matmul",
+            "nn.max_pool2d",
+            "nn.avg_pool2d",
+            "nn.global_avg_pool2d",
+        ],
+        OEF,
+    ),
+    "nn.bias_add": BC,
+    **dict.fromkeys(["nn.softmax", "nn.batch_norm", "nn.layer_norm", "nn.dropout"], OPQ),
+}
+
+
+def test_every_specified_op_is_registered_with_its_pattern() -> None:
+    names = set(list_ops())
+    missing = sorted(set(PATTERNS) - names)
+    assert not missing, f"ops not registered: {missing}"
+    wrong = {n: Op.get(n).pattern for n, p in PATTERNS.items() if Op.get(n).pattern != p}
+    assert not wrong
+
+
+def test_every_core_op_has_a_doc_and_a_builder() -> None:
+    for name in PATTERNS:
+        o = Op.get(name)
+        assert o.doc and o.owner == "irpass", name
+        module = op.nn if name.startswith("nn.") else op
+        builder = getattr(module, name.removeprefix("nn."))
+        assert callable(builder) and builder.__doc__, name
+    assert op.get("add") is Op.get("add")
+
+
+def test_builtins_are_not_shadowed_outside_the_op_modules() -> None:
+    import builtins
+
+    assert op.sum is not builtins.sum and op.max is not builtins.max
+    assert sum([1, 2]) == 3 and max(1, 2) == 2 and abs(-1) == 1
+
+
+# -- one representative call per op ------------------------------------------------------------
+
+
+def r(*shape: int, dtype: str = "float32") -> np.ndarray:
+    """Random positive values (safe for log/sqrt/pow)."""
+    return (RNG.random(shape) + 0.5).astype(dtype)
+
+
+V = [var(f"a{i}") for i in range(5)]
+
+CASES: dict[str, tuple] = {
+    **{
+        n: (lambda n=n: getattr(op, n)(V[0]), [r(2, 3)])
+        for n in ["abs", "log", "exp", "sqrt", "tanh", "sigmoid", "negative"]
+    },
+    **{
+        n: (lambda n=n: getattr(op, n)(V[0], V[1]), [r(2, 1, 3), r(4, 1)])
+        for n in [
+            "add",
+            "subtract",
+            "multiply",
+            "divide",
+            "maximum",
+            "minimum",
+            "power",
+            "equal",
+            "not_equal",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+        ]
+    },
+    "where": (lambda: op.where(V[0], V[1], V[2]), [r(2, 1) > 1.0, r(3), r(1, 3)]),
+    "clip": (lambda: op.clip(V[0], 0.7, 1.2), [r(2, 3)]),
+    "cast": (lambda: op.cast(V[0], "int16"), [r(2, 3) * 10]),
+    "reshape": (lambda: op.reshape(V[0], (0, -1)), [r(2, 3, 4)]),
+    "reverse_reshape": (lambda: op.reverse_reshape(V[0], (-1, 0)), [r(2, 3, 4)]),
+    "transpose": (lambda: op.transpose(V[0], (2, 0, 1)), [r(2, 3, 4)]),
+    "concatenate": (lambda: op.concatenate([V[0], V[1]], 1), [(r(2, 3), r(2, 2))]),
+    "split": (lambda: op.split(V[0], (1, 3), axis=1), [r(2, 4)]),
+    "squeeze": (lambda: op.squeeze(V[0]), [r(1, 3, 1)]),
+    "expand_dims": (lambda: op.expand_dims(V[0], 1, 2), [r(2, 3)]),
+    "layout_transform": (lambda: op.layout_transform(V[0], "NCHW", "NHWC"), [r(1, 2, 3, 4)]),
+    "nn.pad": (lambda: op.nn.pad(V[0], ((1, 0), (2, 2)), pad_mode="reflect"), [r(3, 4)]),
+    **{
+        n: (lambda n=n: getattr(op, n)(V[0], axis=(0, -1), keepdims=True), [r(2, 3, 4)])
+        for n in ["sum", "mean", "max", "min", "prod"]
+    },
+    "zeros": (lambda: op.zeros((2, 3), "int8"), []),
+    "ones": (lambda: op.ones((2,), "float64"), []),
+    "full": (lambda: op.full(V[0], (2, 2)), [np.array(3, "int32")]),
+    "zeros_like": (lambda: op.zeros_like(V[0]), [r(2, 3)]),
+    "ones_like": (lambda: op.ones_like(V[0]), [r(2, 3)]),
+    "shape_of": (lambda: op.shape_of(V[0], "int64"), [r(2, 3)]),
+    "nn.conv2d": (
+        lambda: op.nn.conv2d(V[0], V[1], strides=2, padding=1, groups=2),
+        [r(1, 4, 7, 7), r(6, 2, 3, 3)],
+    ),
+    "nn.dense": (lambda: op.nn.dense(V[0], V[1]), [r(2, 5), r(3, 5)]),
+    "nn.batch_matmul": (lambda: op.nn.batch_matmul(V[0], V[1]), [r(2, 3, 4), r(1, 5, 4)]),
+    "nn.bias_add": (lambda: op.nn.bias_add(V[0], V[1]), [r(2, 3, 4), r(3)]),
+    "nn.relu": (lambda: op.nn.relu(V[0]), [r(2, 3) - 1]),
+    "nn.softmax": (lambda: op.nn.softmax(V[0]), [r(2, 3)]),
+    "nn.batch_norm": (lambda: op.nn.batch_norm(*V), [r(2, 3, 4, 4), r(3), r(3), r(3), r(3)]),
+    "nn.layer_norm": (lambda: op.nn.layer_norm(V[0], V[1], V[2]), [r(2, 5), r(5), r(5)]),
+    "nn.dropout": (lambda: op.nn.dropout(V[0]), [r(2, 3)]),
+    "nn.max_pool2d": (
+        lambda: op.nn.max_pool2d(V[0], 3, 2, padding=1, ceil_mode=True),
+        [r(1, 2, 6, 6)],
+    ),
+    "nn.avg_pool2d": (
+        lambda: op.nn.avg_pool2d(V[0], 2, 2, layout="NHWC", count_include_pad=True),
+        [r(1, 5, 5, 2)],
+    ),
+    "nn.global_avg_pool2d": (lambda: op.nn.global_avg_pool2d(V[0]), [r(1, 2, 3, 3)]),
+}
+
+
+def type_of(value) -> Type:
+    """The IR type of a numpy array or a tuple of them."""
+    if isinstance(value, tuple):
+        return TupleType(tuple(type_of(v) for v in value))
+    return TensorType(value.shape, value.dtype.name)
+
+
+def read_only(value):
+    """A read-only copy, like the data of a Constant."""
+    if isinstance(value, tuple):
+        return tuple(read_only(v) for v in value)
+    value = np.array(value)
+    value.setflags(write=False)
+    return value
+
+
+def core_ops() -> list[str]:
+    """Every op the core registered (plugins and tests may add more)."""
+    return [n for n in list_ops() if Op.get(n).owner == "irpass"]
+
+
+def test_every_core_op_has_a_consistency_case() -> None:
+    assert sorted(set(core_ops()) - set(CASES)) == []
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_result_matches_type_relation(name: str) -> None:
+    build, inputs = CASES[name]
+    call = build()
+    assert call.op is Op.get(name)
+    inputs = [read_only(v) for v in inputs]
+    before = [type_of(v) for v in inputs]
+    snapshot = [np.copy(v) if not isinstance(v, tuple) else tuple(map(np.copy, v)) for v in inputs]
+    ty = call.op.type_rel(tuple(before), call.attrs)
+    out = call.op.kernel(tuple(inputs), call.attrs)
+    assert type_of(out) == ty
+    for value, saved in zip(inputs, snapshot, strict=True):
+        for a, b in zip(
+            value if isinstance(value, tuple) else (value,),
+            saved if isinstance(saved, tuple) else (saved,),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(a, b)
+
+
+DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "int64",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernel_dtype_matches_type_relation_for_every_dtype(name: str) -> None:
+    """Whatever dtype the type relation accepts, the kernel must return exactly that type
+    (numpy upcasts integer sums, float16 math, int division...)."""
+    build, inputs = CASES[name]
+    call = build()
+    accepted = 0
+    for dtype in DTYPES:
+
+        def conv(v, dtype=dtype):
+            if isinstance(v, tuple):
+                return tuple(conv(x) for x in v)
+            return v if v.dtype == bool and name == "where" else v.astype(dtype)
+
+        values = [conv(v) for v in inputs]
+        if name == "full":
+            values = [np.array(1, dtype)]
+        try:
+            ty = call.op.type_rel(tuple(type_of(v) for v in values), call.attrs)
+        except TypeError:
+            continue  # this dtype is not allowed for the op
+        accepted += 1
+        with np.errstate(all="ignore"):
+            out = call.op.kernel(tuple(values), call.attrs)
+        assert type_of(out) == ty, dtype
+    assert accepted >= 1
+
+
+# -- generic errors from the schema ------------------------------------------------------------
+
+
+def test_wrong_argument_count() -> None:
+    x = var("x")
+    with pytest.raises(ValueError, match="op 'add' takes 2 argument.s., got 1"):
+        Call(Op.get("add"), [x])
+    with pytest.raises(ValueError, match="op 'nn.batch_norm' takes 5 argument.s., got 3"):
+        Call(Op.get("nn.batch_norm"), [x, x, x])
+    with pytest.raises(TypeError):
+        op.nn.conv2d(x)  # the builder's own signature
+
+
+def test_unknown_missing_and_bad_attributes() -> None:
+    x = var("x")
+    with pytest.raises(
+        ValueError, match="op 'nn.softmax' has no attribute 'axes'; did you mean axis"
+    ):
+        Call(Op.get("nn.softmax"), [x], {"axes": 1})
+    with pytest.raises(ValueError, match="op 'expand_dims' requires attribute 'axis'"):
+        Call(Op.get("expand_dims"), [x], {})
+    with pytest.raises(TypeError, match="nn.softmax.axis must be an int, got 'last'"):
+        op.nn.softmax(x, axis="last")
+    with pytest.raises(ValueError, match="op 'abs' takes no attributes"):
+        Call(Op.get("abs"), [x], {"axis": 1})
+
+
+def test_builder_rejects_non_expressions() -> None:
+    with pytest.raises(TypeError, match="add: rhs must be an expression, got str"):
+        op.add(var("x"), "y")
+
+
+def test_operator_overloads_use_the_registered_ops() -> None:
+    x = irpass.var("x", shape=(2,))
+    assert (x + x).op is Op.get("add") and (x / 2.0).op is Op.get("divide")
+    assert (-x).op is Op.get("negative")

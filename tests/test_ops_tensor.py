@@ -1,0 +1,272 @@
+"""Elementwise and broadcasting ops: type relations, kernels vs numpy, errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import irpass
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from irpass import op
+from irpass.ir import Call, Constant, TensorType, var
+
+RNG = np.random.default_rng(0)
+
+
+def infer(call: Call, *types: TensorType) -> TensorType:
+    """The call's type relation applied to ``types``."""
+    return call.op.type_rel(tuple(types), call.attrs)
+
+
+def run(call: Call, *arrays: np.ndarray) -> np.ndarray:
+    """Run the call's kernel; check the result against the type relation on the way."""
+    ty = infer(call, *(TensorType(a.shape, a.dtype.name) for a in arrays))
+    out = call.op.kernel(tuple(arrays), call.attrs)
+    assert isinstance(out, np.ndarray)
+    assert (out.shape, out.dtype.name) == (ty.shape, ty.dtype)
+    return out
+
+
+X, Y, Z = var("x"), var("y"), var("z")
+F32 = TensorType((2, 3), "float32")
+
+
+# -- unary -------------------------------------------------------------------------------------
+
+UNARY_REFS = {
+    "log": lambda x: np.log(x),
+    "exp": lambda x: np.exp(x),
+    "sqrt": lambda x: np.sqrt(x),
+    "tanh": lambda x: np.tanh(x),
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x.astype("float64"))),
+    "abs": lambda x: np.where(x < 0, -x, x),
+    "negative": lambda x: 0 - x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_REFS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_unary_float_kernels_match_numpy(name: str, dtype: str) -> None:
+    x = (RNG.random((3, 4)) * 4 + 0.1).astype(dtype)
+    call = getattr(op, name)(X)
+    assert infer(call, TensorType((3, 4), dtype)) == TensorType((3, 4), dtype)
+    out = run(call, x)
+    tol = 1e-3 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(out, UNARY_REFS[name](x).astype(dtype), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", ["log", "exp", "sqrt", "tanh", "sigmoid"])
+def test_float_only_unary_rejects_ints(name: str) -> None:
+    call = getattr(op, name)(X)
+    with pytest.raises(TypeError, match=rf"{name}: data must have a floating-point dtype.*int32"):
+        infer(call, TensorType((2,), "int32"))
+
+
+@pytest.mark.parametrize("name", ["abs", "negative"])
+def test_abs_negative_keep_integer_dtype(name: str) -> None:
+    x = np.array([-3, 0, 5], dtype="int16")
+    out = run(getattr(op, name)(X), x)
+    assert out.tolist() == ([3, 0, 5] if name == "abs" else [3, 0, -5])
+
+
+def test_sigmoid_is_stable_at_extremes() -> None:
+    x = np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0], dtype="float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = run(op.sigmoid(X), x)
+    assert out[0] == 0.0 and out[2] == 0.5 and out[4] == 1.0
+    # 1/(1+e^50) is about 1.9e-22: representable, must not round to 0 via 1 - 1
+    np.testing.assert_allclose(out[1], 1.9287498e-22, rtol=1e-5)
+
+
+def test_unary_on_scalar_returns_0d_array() -> None:
+    out = run(op.exp(X), np.array(0.0, dtype="float32"))
+    assert out.shape == () and out == 1.0
+
+
+def test_arithmetic_rejects_bool() -> None:
+    with pytest.raises(TypeError, match="abs: data must have a numeric"):
+        infer(op.abs(X), TensorType((2,), "bool"))
+
+
+# -- binary ------------------------------------------------------------------------------------
+
+BROADCAST_CASES = [
+    ((2, 3), (3,), (2, 3)),
+    ((4, 1, 3), (2, 1), (4, 2, 3)),
+    ((), (5,), (5,)),
+    ((1,), (0,), (0,)),
+    ((2, 1, 4), (1, 3, 1), (2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("lhs,rhs,expected", BROADCAST_CASES)
+def test_binary_broadcast_shapes(lhs, rhs, expected) -> None:
+    ty = infer(op.add(X, Y), TensorType(lhs, "float32"), TensorType(rhs, "float32"))
+    assert ty == TensorType(expected, "float32")
+    cmp = infer(op.less(X, Y), TensorType(lhs, "int8"), TensorType(rhs, "int8"))
+    assert cmp == TensorType(expected, "bool")
+
+
+BINARY_REFS = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": lambda a, b: a / b,
+    "maximum": lambda a, b: np.where(a > b, a, b),
+    "minimum": lambda a, b: np.where(a < b, a, b),
+    "power": lambda a, b: np.exp(b * np.log(a)),
+    "equal": lambda a, b: a == b,
+    "not_equal": lambda a, b: a != b,
+    "less": lambda a, b: a < b,
+    "less_equal": lambda a, b: a <= b,
+    "greater": lambda a, b: a > b,
+    "greater_equal": lambda a, b: a >= b,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_REFS))
+def test_binary_kernels_match_reference(name: str) -> None:
+    a = RNG.integers(1, 5, size=(4, 1, 3)).astype("float32")
+    b = RNG.integers(1, 5, size=(2, 1)).astype("float32")
+    out = run(getattr(op, name)(X, Y), a, b)
+    expected = BINARY_REFS[name](a.astype("float64"), b.astype("float64"))
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "float16", "float64"])
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "maximum", "power"])
+def test_binary_keeps_dtype(name: str, dtype: str) -> None:
+    a = np.array([[1, 2, 3]], dtype=dtype)
+    b = np.array([[2], [1]], dtype=dtype)
+    out = run(getattr(op, name)(X, Y), a, b)
+    assert out.dtype == np.dtype(dtype) and out.shape == (2, 3)
+
+
+def test_integer_divide_truncates_toward_zero() -> None:
+    a = np.array([-7, 7, -7, 7, 6, -6, 0], dtype="int32")
+    b = np.array([2, 2, -2, -2, 3, 3, -5], dtype="int32")
+    assert run(op.divide(X, Y), a, b).tolist() == [-3, 3, 3, -3, 2, -2, 0]
+
+
+def test_integer_divide_by_zero_is_zero() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = run(op.divide(X, Y), np.array([5, -5], "int8"), np.array([0, 0], "int8"))
+    assert out.tolist() == [0, 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1000, 1000), st.integers(-50, 50)), min_size=1, max_size=20))
+def test_integer_divide_matches_python_truncation(pairs) -> None:
+    pairs = [(a, b) for a, b in pairs if b != 0] or [(1, 1)]
+    a = np.array([p[0] for p in pairs], dtype="int32")
+    b = np.array([p[1] for p in pairs], dtype="int32")
+    # float division is exact enough here to truncate by hand
+    expected = [int(x / y) for x, y in pairs]
+    assert run(op.divide(X, Y), a, b).tolist() == expected
+
+
+def test_float_divide_by_zero_is_ieee() -> None:
+    out = run(op.divide(X, Y), np.array([1.0, -1.0], "float32"), np.array([0.0, 0.0], "float32"))
+    assert out.tolist() == [np.inf, -np.inf]
+
+
+def test_power_negative_integer_exponent_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="power: .*negative"):
+        run(op.power(X, Y), np.array([2], "int32"), np.array([-1], "int32"))
+
+
+def test_binary_dtype_mismatch_names_both() -> None:
+    with pytest.raises(TypeError, match=r"add: .*same dtype.*lhs .*float32.*rhs .*int32"):
+        infer(op.add(X, Y), F32, TensorType((2, 3), "int32"))
+
+
+def test_binary_not_broadcastable_names_shapes() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"multiply: shapes are not broadcastable: lhs \(2, 3\) "
+        r"and rhs \(4,\)",
+    ):
+        infer(op.multiply(X, Y), F32, TensorType((4,), "float32"))
+
+
+def test_binary_rejects_tuple_argument() -> None:
+    from irpass.ir import TupleType
+
+    with pytest.raises(TypeError, match="subtract: rhs must be a tensor"):
+        infer(op.subtract(X, Y), F32, TupleType((F32,)))
+
+
+def test_comparison_returns_bool_and_accepts_bool() -> None:
+    a = np.array([True, False])
+    out = run(op.equal(X, Y), a, np.array([True, True]))
+    assert out.tolist() == [True, False]
+
+
+def test_builders_turn_numbers_into_constants() -> None:
+    call = op.add(X, 1.0)
+    assert isinstance(call.args[1], Constant) and call.args[1].data.dtype == np.float32
+    assert call.op is irpass.Op.get("add")
+
+
+# -- where, clip, cast -------------------------------------------------------------------------
+
+
+def test_where_broadcasts_three_ways() -> None:
+    ty = infer(
+        op.where(X, Y, Z),
+        TensorType((2, 1, 1), "bool"),
+        TensorType((3, 1), "float32"),
+        TensorType((4,), "float32"),
+    )
+    assert ty == TensorType((2, 3, 4), "float32")
+    cond = np.array([[[True]], [[False]]])
+    x = np.arange(3, dtype="float32").reshape(3, 1)
+    y = -np.arange(4, dtype="float32")
+    out = run(op.where(X, Y, Z), cond, x, y)
+    assert out[0].tolist() == [[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2]]
+    assert out[1].tolist() == [[0, -1, -2, -3]] * 3
+
+
+def test_where_requires_bool_condition() -> None:
+    with pytest.raises(TypeError, match="where: condition must have dtype bool"):
+        infer(op.where(X, Y, Z), TensorType((2,), "int32"), F32, F32)
+
+
+def test_where_requires_same_branch_dtypes() -> None:
+    with pytest.raises(TypeError, match="where: .*same dtype.*x .*float32.*y .*float64"):
+        infer(op.where(X, Y, Z), TensorType((), "bool"), F32, TensorType((2, 3), "float64"))
+
+
+def test_clip() -> None:
+    x = np.array([-2.0, -0.5, 0.25, 3.0], dtype="float32")
+    out = run(op.clip(X, -1.0, 1.0), x)
+    assert out.tolist() == [-1.0, -0.5, 0.25, 1.0]
+    ints = run(op.clip(X, 0, 10), np.array([-5, 5, 50], dtype="int8"))
+    assert ints.tolist() == [0, 5, 10] and ints.dtype == np.int8
+
+
+def test_clip_rejects_inverted_bounds() -> None:
+    with pytest.raises(ValueError, match=r"clip: a_min \(2.0\) must not be greater than a_max"):
+        infer(op.clip(X, 2.0, 1.0), F32)
+
+
+def test_clip_requires_bounds() -> None:
+    with pytest.raises(ValueError, match="op 'clip' requires attribute 'a_max'"):
+        Call(irpass.Op.get("clip"), [X], {"a_min": 0.0})
+
+
+def test_cast() -> None:
+    call = op.cast(X, "int32")
+    assert infer(call, F32) == TensorType((2, 3), "int32")
+    out = run(call, np.array([1.7, -1.7, 0.0], dtype="float32"))
+    assert out.tolist() == [1, -1, 0]
+    assert run(op.cast(X, np.float16), np.array([1, 2], "int8")).dtype == np.float16
+
+
+def test_cast_rejects_unknown_dtype() -> None:
+    with pytest.raises(ValueError, match="cast.dtype: unsupported dtype 'complex64'"):
+        op.cast(X, "complex64")
