@@ -8,7 +8,13 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
 from . import op
-from .errors import IRPassError, ParseError, TypeInferenceError, WellFormedError
+from .errors import (
+    EvaluationError,
+    IRPassError,
+    ParseError,
+    TypeInferenceError,
+    WellFormedError,
+)
 from .evaluator import evaluate
 from .ir import (
     Call,
@@ -44,6 +50,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 __all__ = [
     "Call",
     "Constant",
+    "EvaluationError",
     "Expr",
     "FuncType",
     "Function",

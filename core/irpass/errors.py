@@ -7,7 +7,13 @@ problem *in a program* derives from :class:`IRPassError`.
 
 from __future__ import annotations
 
-__all__ = ["IRPassError", "TypeInferenceError", "ParseError", "WellFormedError"]
+__all__ = [
+    "IRPassError",
+    "TypeInferenceError",
+    "ParseError",
+    "WellFormedError",
+    "EvaluationError",
+]
 
 
 class IRPassError(Exception):
@@ -15,11 +21,23 @@ class IRPassError(Exception):
 
 
 class TypeInferenceError(IRPassError):
-    """An ill-typed program: the message names the op, the argument types and the expression."""
+    """An ill-typed program: the message names the op, the argument types and the expression.
+
+    ``expr`` is the offending node and ``function`` the name of the global
+    function it sits in (``None`` when unknown).
+    """
+
+    expr: object = None
+    function: str | None = None
 
 
 class WellFormedError(IRPassError):
     """A program that breaks the scoping rules (a var bound twice, used out of scope, ...)."""
+
+
+class EvaluationError(IRPassError, RuntimeError):
+    """Running a program failed: a kernel raised or returned a value of the wrong type,
+    or a value could not be computed. The message names the op and the node."""
 
 
 class ParseError(IRPassError):

@@ -2,6 +2,7 @@
 
 from .analysis import all_vars, bound_vars, free_vars
 from .attrs import Attrs
+from .describe import describe
 from .expr import Expr
 from .functor import ExprFunctor, ExprMutator, ExprVisitor, post_order_visit
 from .module import IRModule
@@ -11,7 +12,7 @@ from .parser import parse
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .type_infer import infer_type
 from .types import FuncType, TensorType, TupleType, Type
-from .well_formed import well_formed
+from .well_formed import WellFormedReport, well_formed
 
 __all__ = [
     "Attrs",
@@ -36,9 +37,11 @@ __all__ = [
     "TupleType",
     "Type",
     "Var",
+    "WellFormedReport",
     "all_vars",
     "assert_structural_equal",
     "bound_vars",
+    "describe",
     "const",
     "free_vars",
     "infer_type",

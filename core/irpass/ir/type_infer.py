@@ -1,3 +1,454 @@
-"""Placeholder: type inference (being written)."""
-def infer_type(expr_or_module):
-    raise NotImplementedError
+"""Type inference: fills ``checked_type`` on every expression of a program.
+
+Types are a cache derived from the program: the type of a node follows from
+its sub-expressions, the type annotations on vars and functions, and the
+type relations of the ops it calls. :func:`infer_type` recomputes that cache
+from scratch on each call (passes build new nodes, and a node shared with an
+older program must not keep a stale type) and changes nothing else: a module
+keeps its functions, an expression stays the same object.
+
+Rules, by node kind:
+
+* ``Var``: its annotation; a ``let``-bound var without annotation takes the
+  type of its value. Function params must be annotated.
+* ``Constant``: ``TensorType(data.shape, data.dtype)``.
+* ``Tuple`` / ``TupleGetItem``: tuple of the field types / the selected field.
+* ``Call`` of an ``Op``: whatever the op's type relation returns for the
+  argument types and the call's attrs.
+* ``Call`` of anything else (a ``GlobalVar``, a ``Function``, a var holding a
+  closure, ...): the callee must have a ``FuncType`` whose argument types equal
+  the argument types; the call has its ``ret_type``.
+* ``Let``: the type of its body. A let-bound function may call itself
+  through its var (letrec, as in Relay) if the var is annotated.
+* ``If``: ``cond`` is ``Tensor[(), bool]``, both branches have the same type,
+  which is the type of the ``If``.
+* ``Function``: ``FuncType(param types, body type)``; a ``ret_type``
+  annotation must equal the body type.
+* ``GlobalVar``: the type of the module's function of that name. Functions
+  are inferred on demand in dependency order; a function that is called while
+  it is being inferred (recursion, direct or mutual) must carry a ``ret_type``
+  annotation.
+
+Problems raise :class:`irpass.TypeInferenceError`, whose message says what is
+wrong, shows the offending node with :func:`~irpass.ir.describe.describe` and
+names the enclosing function. The error also carries the node as ``.expr``
+and the function's name as ``.function`` (``None`` when unknown).
+
+The inference never recurses in Python: it runs one explicit work stack over
+the program, so dataflow chains, let chains, nested functions and chains of
+calls between global functions can all be arbitrarily deep. Every node is
+visited once per call (a shared sub-expression is inferred once), so the
+work is linear in the size of the program.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from ..errors import TypeInferenceError
+from .describe import describe
+from .expr import Expr
+from .expr import _set as _set_type  # set_checked_type without the call overhead
+from .module import IRModule
+from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .op import Op
+from .types import FuncType, TensorType, TupleType, Type
+
+__all__ = ["infer_type", "infer_free_vars"]
+
+_T = TypeVar("_T", bound="Expr | IRModule")
+
+#: The type an ``If`` condition must have.
+BOOL_SCALAR = TensorType((), "bool")
+
+# States of a node on the work stack.
+_ENTER = 0  # first visit: push the children
+_EXIT = 1  # children done: compute the node's type
+_LET_BODY = 2  # a let's value is done, its body is not
+
+
+def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
+    """Infer the type of every node of an expression or a module; return the argument.
+
+    For a module, every function is inferred and each ``GlobalVar`` (the
+    module's own and every reference in the code) gets the ``FuncType`` of
+    its function. For an expression, ``mod`` optionally gives the module that
+    its ``GlobalVar`` references point into (their functions are inferred too).
+
+    The types are stored as each node's ``checked_type``; nothing else
+    changes, so ``mod = infer_type(mod)`` and ``infer_type(mod)`` do the same.
+    Raises :class:`irpass.TypeInferenceError` for an ill-typed program.
+    """
+    if isinstance(expr_or_module, IRModule):
+        if mod is not None:
+            raise TypeError("infer_type: pass mod= only with an expression, not with a module")
+        _Inferrer(expr_or_module).infer_module()
+    elif isinstance(expr_or_module, Expr):
+        if mod is not None and not isinstance(mod, IRModule):
+            raise TypeError(f"infer_type: mod must be an IRModule, got {type(mod).__name__}")
+        _Inferrer(mod).infer_expr(expr_or_module)
+    else:
+        raise TypeError(
+            f"infer_type needs an Expr or an IRModule, got {type(expr_or_module).__name__}"
+        )
+    return expr_or_module
+
+
+def infer_free_vars(expr: Expr, mod: IRModule | None = None) -> list[Var]:
+    """Like :func:`infer_type` on an expression, and return its free vars.
+
+    The free vars are those used before (or without) any binding of them, in
+    order of first use; for a well-formed expression that is
+    :func:`~irpass.ir.analysis.free_vars`, found here at no extra cost.
+    """
+    if not isinstance(expr, Expr):
+        raise TypeError(f"infer_free_vars needs an Expr, got {type(expr).__name__}")
+    inferrer = _Inferrer(mod)
+    inferrer.infer_expr(expr)
+    return inferrer.unbound
+
+
+class _Inferrer:
+    """One run of type inference (its memo tables live as long as the run)."""
+
+    def __init__(self, mod: IRModule | None) -> None:
+        self.mod = mod
+        # Types inferred in this run, by node identity; also the "done" set.
+        self.types: dict[Expr, Type] = {}
+        # Types of vars bound in this run (let vars may have no annotation).
+        self.var_types: dict[Var, Type] = {}
+        # Labels of functions for messages: "@main", "%f in @main", ...
+        self.labels: dict[Function, str] = {}
+        # Functions whose body is being inferred, innermost last.
+        self.active: list[Function] = []
+        self.active_set: set[Function] = set()
+        # Annotated vars met before any binding of them: the free vars, in order.
+        self.unbound: list[Var] = []
+        if mod is not None:
+            for gv, func in mod.items():
+                self.labels.setdefault(func, f"@{gv.name_hint}")
+
+    # -- entry points -------------------------------------------------------------------
+    def infer_module(self) -> None:
+        mod = self.mod
+        assert mod is not None
+        for gv, func in mod.items():
+            self.run(func)
+            _set_type(gv, "_checked_type", self.types[func])
+
+    def infer_expr(self, expr: Expr) -> None:
+        if type(expr) is Op:
+            raise TypeInferenceError(f"op {expr.name!r} has no type of its own; infer a call of it")
+        self.run(expr)
+
+    # -- the work loop ------------------------------------------------------------------
+    def run(self, root: Expr) -> None:
+        """Infer ``root`` and everything below it with an explicit stack."""
+        types = self.types
+        if root in types:
+            return
+        # The stack holds (node, state) pairs flattened: ``..., node, state``.
+        # Pushing existing objects and small ints allocates nothing, which keeps
+        # the garbage collector from rescanning a huge program again and again.
+        stack: list = [root, _ENTER]
+        push = stack.append
+        pop = stack.pop
+        finish = self.finish
+        var_types = self.var_types
+        while stack:
+            state = pop()
+            node = pop()
+            t = type(node)
+            if state == _ENTER:
+                if node in types:
+                    continue
+                if t is Call:
+                    push(node)
+                    push(_EXIT)
+                    for a in reversed(node.args):
+                        if a not in types:
+                            push(a)
+                            push(_ENTER)
+                    op = node.op
+                    if type(op) is not Op and op not in types:
+                        push(op)
+                        push(_ENTER)
+                elif t is Var:
+                    ty = var_types.get(node)
+                    finish(node, ty if ty is not None else self.var_type(node))
+                elif t is Constant:
+                    data = node.data
+                    finish(node, TensorType(data.shape, data.dtype.name))
+                elif t is Tuple:
+                    push(node)
+                    push(_EXIT)
+                    for f in reversed(node.fields):
+                        if f not in types:
+                            push(f)
+                            push(_ENTER)
+                elif t is TupleGetItem:
+                    push(node)
+                    push(_EXIT)
+                    if node.tuple_value not in types:
+                        push(node.tuple_value)
+                        push(_ENTER)
+                elif t is Let:
+                    value = node.value
+                    if type(value) is Function:
+                        if value not in self.labels:
+                            self.labels[value] = f"%{node.var.name_hint}{self.where_suffix()}"
+                        if node.var.type_annotation is not None:
+                            # letrec: the function may call itself through its annotated var.
+                            self.var_types[node.var] = node.var.type_annotation
+                    push(node)
+                    push(_LET_BODY)
+                    if value not in types:
+                        push(value)
+                        push(_ENTER)
+                elif t is If:
+                    push(node)
+                    push(_EXIT)
+                    for child in (node.false_branch, node.true_branch, node.cond):
+                        if child not in types:
+                            push(child)
+                            push(_ENTER)
+                elif t is Function:
+                    self.enter_function(node)
+                    push(node)
+                    push(_EXIT)
+                    if node.body not in types:
+                        push(node.body)
+                        push(_ENTER)
+                elif t is GlobalVar:
+                    func = self.global_function(node)
+                    if func in types:
+                        finish(node, types[func])
+                    elif func in self.active_set:
+                        finish(node, self.recursive_signature(node, func))
+                    else:
+                        push(node)
+                        push(_EXIT)
+                        push(func)
+                        push(_ENTER)
+                elif t is Op:
+                    self.fail(node, f"op {node.name!r} is used as a value; ops can only be called")
+                else:
+                    raise TypeError(f"infer_type: unknown node kind {t.__name__}")
+            elif state == _EXIT:
+                if t is Call:
+                    finish(node, self.call_type(node))
+                elif t is Tuple:
+                    finish(node, TupleType(tuple(types[f] for f in node.fields)))
+                elif t is TupleGetItem:
+                    finish(node, self.getitem_type(node))
+                elif t is Let:
+                    finish(node, types[node.body])
+                elif t is If:
+                    finish(node, self.if_type(node))
+                elif t is Function:
+                    finish(node, self.function_type(node))
+                    self.exit_function(node)
+                else:  # GlobalVar whose function was inferred on demand
+                    finish(node, types[self.global_function(node)])
+            else:  # _LET_BODY: the value is done; bind the var, then do the body
+                v = node.var
+                ty = types[node.value]
+                if v.type_annotation is not None and v.type_annotation != ty:
+                    self.bind_let_var(node)  # raises, naming the var and both types
+                var_types[v] = ty
+                finish(v, ty)
+                push(node)
+                push(_EXIT)
+                if node.body not in types:
+                    push(node.body)
+                    push(_ENTER)
+
+    def finish(self, node: Expr, ty: Type) -> None:
+        """Record the type of ``node`` for this run and in its ``checked_type`` cache."""
+        self.types[node] = ty
+        _set_type(node, "_checked_type", ty)
+
+    # -- context for messages -----------------------------------------------------------
+    def where_suffix(self) -> str:
+        if self.active:
+            return f" in {self.labels.get(self.active[-1], 'a function')}"
+        return ""
+
+    def fail(self, node: Expr, message: str, cause: BaseException | None = None) -> None:
+        where = self.where_suffix()
+        text = f"{message}\n  at: {describe(node)}"
+        if where:
+            text += f"\n  {where.strip()}"
+        err = TypeInferenceError(text)
+        err.expr = node
+        err.function = self.labels.get(self.active[-1]) if self.active else None
+        if cause is not None:
+            raise err from cause
+        raise err
+
+    def enter_function(self, func: Function) -> None:
+        label = self.labels.get(func)
+        if label is None:
+            label = f"a local function{self.where_suffix()}"
+            self.labels[func] = label
+        var_types = self.var_types
+        for i, p in enumerate(func.params):
+            ann = p.type_annotation
+            if ann is None:
+                self.active.append(func)  # so the message names this function
+                self.fail(
+                    p,
+                    f"parameter {i} (%{p.name_hint}) of {label} has no type annotation; "
+                    "function parameters must be annotated",
+                )
+            var_types[p] = ann
+            self.finish(p, ann)
+        self.active.append(func)
+        self.active_set.add(func)
+
+    def exit_function(self, func: Function) -> None:
+        self.active.pop()
+        self.active_set.discard(func)
+
+    # -- rules ---------------------------------------------------------------------------
+    def var_type(self, v: Var) -> Type:
+        ty = self.var_types.get(v)
+        if ty is not None:
+            return ty
+        if v.type_annotation is not None:
+            # A free var with an annotation (e.g. an input of a bare expression).
+            self.unbound.append(v)
+            return v.type_annotation
+        self.fail(
+            v,
+            f"variable %{v.name_hint} has no type: it is neither annotated nor bound "
+            "by an enclosing let or function before this use (a let-bound function that "
+            "calls itself needs a FuncType annotation on its var)",
+        )
+        raise AssertionError("unreachable")
+
+    def bind_let_var(self, let: Let) -> None:
+        v = let.var
+        value_type = self.types[let.value]
+        ann = v.type_annotation
+        if ann is not None and ann != value_type:
+            self.fail(
+                let,
+                f"let variable %{v.name_hint} is annotated {ann} but its value has type "
+                f"{value_type}",
+            )
+        self.var_types[v] = value_type
+        self.finish(v, value_type)
+
+    def global_function(self, gv: GlobalVar) -> Function:
+        mod = self.mod
+        if mod is None:
+            self.fail(
+                gv,
+                f"@{gv.name_hint} refers to a global function but no module was given; "
+                "infer the module (infer_type(mod)) or pass mod= with the expression",
+            )
+        if gv.name_hint not in mod:
+            self.fail(
+                gv,
+                f"@{gv.name_hint} is not defined in the module "
+                f"(functions: {', '.join('@' + g.name_hint for g in mod.get_global_vars())})",
+            )
+        return mod[gv.name_hint]
+
+    def recursive_signature(self, gv: GlobalVar, func: Function) -> FuncType:
+        if func.ret_type is None:
+            self.fail(
+                gv,
+                f"@{gv.name_hint} is called recursively (directly or through other functions) "
+                f"but has no ret_type annotation; annotate the return type of @{gv.name_hint}",
+            )
+        # Params are annotated: enter_function checked them when the inference of
+        # the function began, which it has since the function is active.
+        return FuncType(tuple(p.type_annotation for p in func.params), func.ret_type)
+
+    def call_type(self, call: Call) -> Type:
+        types = self.types
+        arg_types = tuple(types[a] for a in call.args)
+        op = call.op
+        if type(op) is Op:
+            return self.op_call_type(call, op, arg_types)
+        callee_type = types[op]
+        if not isinstance(callee_type, FuncType):
+            self.fail(call, f"the callee has type {callee_type}, which is not a function type")
+        expected = callee_type.arg_types
+        if len(expected) != len(arg_types):
+            self.fail(
+                call,
+                f"the callee takes {len(expected)} argument(s) ({_types(expected)}) "
+                f"but {len(arg_types)} were given ({_types(arg_types)})",
+            )
+        for i, (want, got) in enumerate(zip(expected, arg_types, strict=True)):
+            if want != got:
+                self.fail(
+                    call,
+                    f"argument {i} of the call has type {got} but the callee expects {want} "
+                    f"(callee type: {callee_type})",
+                )
+        return callee_type.ret_type
+
+    def op_call_type(self, call: Call, op: Op, arg_types: tuple[Type, ...]) -> Type:
+        try:
+            out = op.type_rel(arg_types, call.attrs)
+        except (TypeError, ValueError) as exc:
+            self.fail(call, f"{_got(op, arg_types)}: {exc}", exc)
+        except Exception as exc:
+            # A bug in the relation rather than a bad program; keep the cause chained.
+            self.fail(
+                call,
+                f"{_got(op, arg_types)}: the type relation of {op.name!r} failed with "
+                f"{type(exc).__name__}: {exc}",
+                exc,
+            )
+        if not isinstance(out, Type):
+            self.fail(
+                call,
+                f"{_got(op, arg_types)}: its type relation returned {out!r}, which is not a "
+                f"Type (op registered by {op.owner!r})",
+            )
+        return out
+
+    def getitem_type(self, item: TupleGetItem) -> Type:
+        ty = self.types[item.tuple_value]
+        if not isinstance(ty, TupleType):
+            self.fail(item, f"field {item.index} taken of a value of type {ty}, not of a tuple")
+        if item.index >= len(ty.fields):
+            self.fail(
+                item,
+                f"field index {item.index} is out of range for a tuple of "
+                f"{len(ty.fields)} field(s) of type {ty}",
+            )
+        return ty.fields[item.index]
+
+    def if_type(self, node: If) -> Type:
+        types = self.types
+        cond = types[node.cond]
+        if cond != BOOL_SCALAR:
+            self.fail(node, f"the condition of an if must have type {BOOL_SCALAR}, got {cond}")
+        t, f = types[node.true_branch], types[node.false_branch]
+        if t != f:
+            self.fail(node, f"the branches of an if have different types: {t} and {f}")
+        return t
+
+    def function_type(self, func: Function) -> Type:
+        body = self.types[func.body]
+        if func.ret_type is not None and func.ret_type != body:
+            self.fail(
+                func,
+                f"{self.labels[func]} is annotated to return {func.ret_type} but its body has "
+                f"type {body}",
+            )
+        return FuncType(tuple(self.var_types[p] for p in func.params), body)
+
+
+def _got(op: Op, arg_types: tuple[Type, ...]) -> str:
+    return f"op {op.name!r} got argument types ({_types(arg_types)})"
+
+
+def _types(types: tuple[Type, ...]) -> str:
+    return ", ".join(str(t) for t in types)

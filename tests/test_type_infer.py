@@ -1,0 +1,499 @@
+"""Type inference (irpass.ir.infer_type) and node descriptions (irpass.ir.describe)."""
+
+import irpass
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from irpass import TypeInferenceError
+from irpass.ir import (
+    Call,
+    Constant,
+    Function,
+    FuncType,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Var,
+    const,
+    infer_type,
+    var,
+)
+from irpass.ir.describe import describe
+from irpass.ir.expr import set_checked_type
+from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
+
+F32_3 = TensorType((3,), "float32")
+F32_4 = TensorType((4,), "float32")
+BOOL = TensorType((), "bool")
+
+REL_CALLS = {"n": 0}
+
+
+def _same_type(types, attrs):
+    """Both operands must have the same type; so does the result."""
+    REL_CALLS["n"] += 1
+    a, b = types
+    if a != b:
+        raise ValueError(f"operand types differ: {a} vs {b}")
+    return a
+
+
+def _first(types, attrs):
+    return types[0]
+
+
+ADD = register_op("test_ti.add", num_inputs=2, type_rel=_same_type,
+                  kernel=lambda a, at: a[0] + a[1], pattern=OpPattern.BROADCAST,
+                  owner="tests", override=True)
+NEG = register_op("test_ti.neg", num_inputs=1, type_rel=_first,
+                  kernel=lambda a, at: -a[0], pattern=OpPattern.ELEMWISE,
+                  owner="tests", override=True)
+LESS = register_op("test_ti.less", num_inputs=2,
+                   type_rel=lambda ts, at: TensorType(ts[0].shape, "bool"),
+                   kernel=lambda a, at: a[0] < a[1], pattern=OpPattern.BROADCAST,
+                   owner="tests", override=True)
+REPEAT = register_op("test_ti.repeat", num_inputs=1,
+                     type_rel=lambda ts, at: TensorType((ts[0].shape[0] * at.times,), ts[0].dtype),
+                     kernel=lambda a, at: np.tile(a[0], at.times), pattern=OpPattern.INJECTIVE,
+                     attrs=[AttrField("times", attr_int, 2)], owner="tests", override=True)
+NOT_A_TYPE = register_op("test_ti.bad_rel", num_inputs=1, type_rel=lambda ts, at: "float32",
+                         kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
+                         owner="tests", override=True)
+BUGGY = register_op("test_ti.buggy_rel", num_inputs=1, type_rel=lambda ts, at: {}["boom"],
+                    kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
+                    owner="tests", override=True)
+
+
+def add(a, b):
+    return Call(ADD, [a, b])
+
+
+def neg(a):
+    return Call(NEG, [a])
+
+
+# -- every node kind ---------------------------------------------------------------------
+
+
+def test_types_of_every_node_kind():
+    x = var("x", shape=(3,))
+    c = const(np.zeros((3,), "float32"))
+    t = Tuple([x, c, const(1, "int64")])
+    item = TupleGetItem(t, 2)
+    y = Var("y")  # unannotated: takes the type of its value
+    flag = var("flag", TensorType((), "bool"))
+    cond_expr = If(flag, add(y, c), neg(y))
+    body = Let(y, add(x, c), Tuple([cond_expr, item]))
+    f = Function([x, flag], body)
+    assert infer_type(f) is f
+    assert x.checked_type == F32_3
+    assert c.checked_type == F32_3
+    assert t.checked_type == TupleType([F32_3, F32_3, TensorType((), "int64")])
+    assert item.checked_type == TensorType((), "int64")
+    assert y.checked_type == F32_3
+    assert cond_expr.checked_type == F32_3
+    assert body.value.checked_type == F32_3
+    assert body.checked_type == TupleType([F32_3, TensorType((), "int64")])
+    assert f.checked_type == FuncType([F32_3, BOOL], body.checked_type)
+
+
+def test_op_attrs_reach_the_relation():
+    x = var("x", shape=(3,))
+    call = Call(REPEAT, [x], {"times": 4})
+    infer_type(call)
+    assert call.checked_type == TensorType((12,), "float32")
+
+
+def test_module_is_returned_unchanged_and_global_vars_get_func_types():
+    x = var("x", shape=(3,))
+    helper = Function([x], neg(x))
+    a = var("a", shape=(3,))
+    call = Call(GlobalVar("helper"), [a])
+    main = Function([a], add(call, a))
+    # main comes first and calls helper: helper must be inferred on demand.
+    mod = IRModule({"main": main, "helper": helper})
+    functions_before = mod.items()
+    assert infer_type(mod) is mod
+    assert mod.items() == functions_before
+    ft = FuncType([F32_3], F32_3)
+    assert mod.get_global_var("main").checked_type == ft
+    assert mod.get_global_var("helper").checked_type == ft
+    assert call.op.checked_type == ft  # the reference node, not only the module's own gv
+    assert call.checked_type == F32_3
+    assert main.checked_type == ft
+
+
+def test_types_are_recomputed_on_every_call():
+    x = var("x", shape=(3,))
+    e = neg(x)
+    set_checked_type(e, TensorType((9, 9), "int8"))  # stale cache from some older program
+    infer_type(e)
+    assert e.checked_type == F32_3
+
+
+def test_shared_nodes_are_inferred_once():
+    x = var("x", shape=(3,))
+    e = x
+    for _ in range(60):  # 2**60 paths: only memoization makes this finish
+        e = add(e, e)
+    REL_CALLS["n"] = 0
+    infer_type(e)
+    assert REL_CALLS["n"] == 60
+    assert e.checked_type == F32_3
+
+
+def test_closure_called_through_a_var():
+    x = var("x", shape=(3,))
+    p = var("p", shape=(3,))
+    f = Var("f")
+    g = Function([p], add(p, x))  # captures x
+    body = Let(f, g, Call(f, [neg(x)]))
+    func = Function([x], body)
+    infer_type(func)
+    assert f.checked_type == FuncType([F32_3], F32_3)
+    assert body.checked_type == F32_3
+
+
+def test_let_bound_function_may_call_itself_when_annotated():
+    n = var("n", shape=())
+    f = Var("f", FuncType([TensorType((), "float32")], TensorType((), "float32")))
+    zero = const(0.0)
+    rec = Function([n], If(Call(LESS, [n, zero]), n, Call(f, [add(n, const(-1.0))])))
+    e = Let(f, rec, Call(f, [const(3.0)]))
+    infer_type(e)
+    assert e.checked_type == TensorType((), "float32")
+
+
+def test_unannotated_self_calling_let_function_is_an_error():
+    n = var("n", shape=())
+    f = Var("f")
+    rec = Function([n], Call(f, [n]))
+    with pytest.raises(TypeInferenceError, match=r"%f has no type.*annotation"):
+        infer_type(Let(f, rec, Call(f, [const(1.0)])))
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_op_relation_error_names_op_types_reason_node_and_function():
+    x = var("x", shape=(3,))
+    y = var("y", shape=(4,))
+    mod = IRModule({"main": Function([x, y], neg(add(x, y)))})
+    with pytest.raises(TypeInferenceError) as info:
+        infer_type(mod)
+    msg = str(info.value)
+    assert "'test_ti.add'" in msg
+    assert "Tensor[(3,), float32], Tensor[(4,), float32]" in msg
+    assert "operand types differ" in msg
+    assert "test_ti.add(%x, %y)" in msg
+    assert "@main" in msg
+    assert info.value.function == "@main"
+    assert info.value.expr.op is ADD
+
+
+def test_real_op_broadcast_error_is_a_type_inference_error():
+    x = var("x", shape=(2, 3))
+    y = var("y", shape=(4,))
+    with pytest.raises(TypeInferenceError) as info:
+        infer_type(Function([x, y], irpass.op.add(x, y)))
+    msg = str(info.value)
+    assert "'add'" in msg and "Tensor[(2, 3), float32], Tensor[(4,), float32]" in msg
+    assert "add(%x, %y)" in msg
+
+
+def test_relation_returning_a_non_type():
+    with pytest.raises(TypeInferenceError, match=r"test_ti.bad_rel.*returned 'float32'.*not a"):
+        infer_type(Call(NOT_A_TYPE, [var("x", shape=(3,))]))
+
+
+def test_relation_crashing_is_reported_with_its_cause():
+    with pytest.raises(TypeInferenceError, match=r"type relation of 'test_ti.buggy_rel' failed "
+                                                 r"with KeyError") as info:
+        infer_type(Call(BUGGY, [var("x", shape=(3,))]))
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_unannotated_param_is_named_with_its_function():
+    x = Var("x")
+    mod = IRModule({"main": Function([x], neg(x))})
+    with pytest.raises(TypeInferenceError, match=r"parameter 0 \(%x\) of @main has no type"):
+        infer_type(mod)
+
+
+def test_let_annotation_must_match_value():
+    x = var("x", shape=(3,))
+    y = var("y", shape=(4,))
+    e = Let(y, neg(x), y)
+    expected = (r"%y is annotated Tensor\[\(4,\), float32\] but its value has type "
+                r"Tensor\[\(3,\), float32\]")
+    with pytest.raises(TypeInferenceError, match=expected):
+        infer_type(Function([x], e))
+
+
+def test_ret_type_annotation_must_match_body():
+    x = var("x", shape=(3,))
+    mod = IRModule({"f": Function([x], neg(x), ret_type=F32_4)})
+    with pytest.raises(TypeInferenceError, match=r"@f is annotated to return Tensor\[\(4,\), "
+                                                 r"float32\] but its body has type Tensor\[\(3,\)"):
+        infer_type(mod)
+
+
+def test_if_condition_must_be_a_bool_scalar():
+    x = var("x", shape=(3,))
+    with pytest.raises(TypeInferenceError, match=r"condition .* Tensor\[\(\), bool\], got "
+                                                 r"Tensor\[\(3,\), float32\]"):
+        infer_type(If(x, x, x))
+
+
+def test_if_branches_must_agree():
+    c = var("c", BOOL)
+    x = var("x", shape=(3,))
+    y = var("y", shape=(4,))
+    with pytest.raises(TypeInferenceError, match=r"branches .* different types: Tensor\[\(3,\), "
+                                                 r"float32\] and Tensor\[\(4,\), float32\]"):
+        infer_type(If(c, x, y))
+
+
+def test_tuple_getitem_errors():
+    x = var("x", shape=(3,))
+    with pytest.raises(TypeInferenceError, match=r"index 2 is out of range .* 2 field"):
+        infer_type(TupleGetItem(Tuple([x, x]), 2))
+    with pytest.raises(TypeInferenceError, match=r"not of a tuple"):
+        infer_type(TupleGetItem(x, 0))
+
+
+def test_calls_of_functions_check_count_and_types():
+    p = var("p", shape=(3,))
+    f = Function([p], p)
+    x = var("x", shape=(4,))
+    with pytest.raises(TypeInferenceError, match=r"takes 1 argument.* 2 were given"):
+        infer_type(Call(f, [x, x]))
+    with pytest.raises(TypeInferenceError, match=r"argument 0 .* Tensor\[\(4,\), float32\] but the "
+                                                 r"callee expects Tensor\[\(3,\), float32\]"):
+        infer_type(Call(f, [x]))
+    with pytest.raises(TypeInferenceError, match=r"callee has type Tensor\[\(4,\), float32\], "
+                                                 r"which is not a function type"):
+        infer_type(Call(x, [x]))
+
+
+def test_unannotated_free_var_is_an_error():
+    with pytest.raises(TypeInferenceError, match=r"%z has no type"):
+        infer_type(neg(Var("z")))
+
+
+def test_op_as_a_value_is_an_error():
+    with pytest.raises(TypeInferenceError, match=r"op 'test_ti.neg' is used as a value"):
+        infer_type(Tuple([NEG]))
+
+
+def test_global_var_missing_from_module():
+    x = var("x", shape=(3,))
+    mod = IRModule({"main": Function([x], Call(GlobalVar("nowhere"), [x]))})
+    with pytest.raises(TypeInferenceError, match=r"@nowhere is not defined in the module"):
+        infer_type(mod)
+
+
+def test_global_var_in_a_bare_expression_needs_a_module():
+    x = var("x", shape=(3,))
+    e = Call(GlobalVar("helper"), [x])
+    with pytest.raises(TypeInferenceError, match=r"@helper .* no module was given"):
+        infer_type(e)
+    p = var("p", shape=(3,))
+    mod = IRModule({"helper": Function([p], neg(p))})
+    assert infer_type(e, mod=mod) is e
+    assert e.checked_type == F32_3
+
+
+def test_bad_argument_kinds():
+    with pytest.raises(TypeError, match="Expr or an IRModule"):
+        infer_type(42)
+
+
+# -- recursion between global functions -------------------------------------------------
+
+
+def _countdown(ret_type):
+    """@count(n) = if (n < 0) n else @count(n - 1)."""
+    n = var("n", shape=())
+    body = If(Call(LESS, [n, const(0.0)]), n, Call(GlobalVar("count"), [add(n, const(-1.0))]))
+    return Function([n], body, ret_type=ret_type)
+
+
+def test_recursion_with_ret_type():
+    scalar = TensorType((), "float32")
+    mod = IRModule({"count": _countdown(scalar)})
+    infer_type(mod)
+    assert mod.get_global_var("count").checked_type == FuncType([scalar], scalar)
+
+
+def test_recursion_without_ret_type_is_an_error_naming_the_function():
+    mod = IRModule({"count": _countdown(None)})
+    with pytest.raises(TypeInferenceError, match=r"@count is called recursively .* no ret_type "
+                                                 r"annotation") as info:
+        infer_type(mod)
+    assert info.value.function == "@count"
+
+
+def test_mutual_recursion():
+    scalar = TensorType((), "float32")
+
+    def ping_pong(other, ret_type):
+        n = var("n", shape=())
+        body = If(Call(LESS, [n, const(0.0)]), n, Call(GlobalVar(other), [add(n, const(-1.0))]))
+        return Function([n], body, ret_type=ret_type)
+
+    ok = IRModule({"ping": ping_pong("pong", scalar), "pong": ping_pong("ping", scalar)})
+    infer_type(ok)
+    assert ok.get_global_var("pong").checked_type == FuncType([scalar], scalar)
+    # Only the function reached while it is being inferred needs the annotation.
+    bad = IRModule({"ping": ping_pong("pong", None), "pong": ping_pong("ping", scalar)})
+    with pytest.raises(TypeInferenceError, match=r"@ping is called recursively"):
+        infer_type(bad)
+
+
+def test_long_chain_of_global_calls_does_not_recurse():
+    n = 3000  # far past the Python recursion limit if each call recursed
+    funcs = {}
+    for i in range(n):
+        x = var("x", shape=(3,))
+        body = neg(x) if i == n - 1 else Call(GlobalVar(f"f{i + 1}"), [x])
+        funcs[f"f{i}"] = Function([x], body)
+    mod = IRModule(funcs)
+    infer_type(mod)
+    assert mod.get_global_var("f0").checked_type == FuncType([F32_3], F32_3)
+
+
+# -- deep programs ---------------------------------------------------------------------------
+
+
+def _call_chain(n):
+    x = var("x", shape=(3,))
+    e = x
+    for _ in range(n):
+        e = neg(e)
+    return x, e
+
+
+def _let_chain(n, calls=True):
+    """let v0 = neg(x); let v1 = neg(v0); ...; v{n-1} (or v_i = v_{i-1} without calls)."""
+    x = var("x", shape=(3,))
+    vs = [Var(f"v{i}") for i in range(n)]
+    body = vs[-1]
+    for i in reversed(range(n)):
+        prev = vs[i - 1] if i else x
+        body = Let(vs[i], neg(prev) if calls else prev, body)
+    return x, vs, body
+
+
+@pytest.mark.parametrize("n", [100_000])
+def test_deep_call_chain(n):
+    x, e = _call_chain(n)
+    infer_type(Function([x], e))
+    assert e.checked_type == F32_3
+
+
+@pytest.mark.parametrize("n", [100_000])
+def test_deep_let_chain(n):
+    x, vs, body = _let_chain(n)
+    infer_type(Function([x], body))
+    assert body.checked_type == F32_3
+    assert vs[n // 2].checked_type == F32_3
+
+
+@pytest.mark.slow
+def test_million_node_chains():
+    x, e = _call_chain(1_000_000)
+    infer_type(e)
+    assert e.checked_type == F32_3
+    del e
+    x, vs, body = _let_chain(1_000_000, calls=False)
+    infer_type(body)
+    assert body.checked_type == F32_3
+
+
+# -- a property: nested tuples ---------------------------------------------------------------
+
+_LEAF_TYPES = [TensorType((2,), "float32"), TensorType((), "int32"), TensorType((1, 2), "bool")]
+
+
+def _shape_tree():
+    leaf = st.sampled_from(range(len(_LEAF_TYPES)))
+    return st.recursive(leaf, lambda kids: st.lists(kids, min_size=0, max_size=3), max_leaves=12)
+
+
+def _build(tree, leaves):
+    """The expression for a tree of tuples, and its expected type computed independently."""
+    if isinstance(tree, int):
+        v = Var(f"l{len(leaves)}", _LEAF_TYPES[tree])
+        leaves.append(v)
+        return v, _LEAF_TYPES[tree]
+    built = [_build(t, leaves) for t in tree]
+    return Tuple([e for e, _ in built]), TupleType([t for _, t in built])
+
+
+@settings(max_examples=60, deadline=None)
+@given(_shape_tree(), st.data())
+def test_nested_tuples_and_projections(tree, data):
+    expr, expected = _build(tree, [])
+    # Walk down into the tuple along random valid indices with TupleGetItem.
+    while isinstance(expected, TupleType) and expected.fields and data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(expected.fields) - 1))
+        expr, expected = TupleGetItem(expr, i), expected.fields[i]
+    y = Var("y")
+    e = Let(y, expr, Tuple([y, y]))
+    infer_type(e)
+    assert y.checked_type == expected
+    assert e.checked_type == TupleType([expected, expected])
+
+
+# -- describe ---------------------------------------------------------------------------------
+
+
+def test_describe_calls_show_operands_and_non_default_attrs():
+    x = var("x", shape=(3,))
+    gv = GlobalVar("g")
+    inner = neg(x)
+    assert describe(Call(ADD, [x, inner])) == "test_ti.add(%x, <test_ti.neg(...)>)"
+    assert describe(Call(REPEAT, [x])) == "test_ti.repeat(%x)"  # default attr hidden
+    assert describe(Call(REPEAT, [x], {"times": 3})) == "test_ti.repeat(%x, times=3)"
+    assert describe(Call(gv, [x, const(np.zeros((3, 4), "float32"))])) == (
+        "@g(%x, const<float32 (3, 4)>)"
+    )
+    assert describe(Call(ADD, [Tuple([x]), Let(x, x, x)])) == "test_ti.add(<tuple>, <let %x>)"
+
+
+def test_describe_other_nodes():
+    x = var("x", shape=(3,))
+    c = var("c", BOOL)
+    assert describe(x) == "%x: Tensor[(3,), float32]"
+    assert describe(Tuple([x, const(2.0)])) == "(%x, const<float32 () = 2.0>)"
+    assert describe(TupleGetItem(x, 1)) == "%x.1"
+    assert describe(TupleGetItem(neg(x), 0)) == "<test_ti.neg(...)>.0"
+    assert describe(Let(x, neg(x), x)) == "let %x = <test_ti.neg(...)>; %x"
+    assert describe(If(c, x, neg(x))) == "if (%c) %x else <test_ti.neg(...)>"
+    assert describe(Function([x], neg(x))) == "fn (%x) { <test_ti.neg(...)> }"
+
+
+def test_describe_is_short_on_huge_programs():
+    x, e = _call_chain(50_000)
+    assert describe(e) == "test_ti.neg(<test_ti.neg(...)>)"
+    wide = Tuple([x] * 100_000)
+    text = describe(wide, max_len=60)
+    assert len(text) == 60 and text.endswith("...") and text.startswith("(%x, %x")
+    proj = x
+    for _ in range(100_000):
+        proj = TupleGetItem(proj, 0)
+    assert len(describe(proj)) < 80
+
+
+def test_constant_types():
+    for data in [np.zeros((2, 0), "int8"), np.array(True), np.ones((1, 2, 3), "float64")]:
+        c = Constant(data)
+        infer_type(c)
+        assert c.checked_type == TensorType(data.shape, data.dtype.name)
