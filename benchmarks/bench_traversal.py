@@ -66,24 +66,32 @@ def _mutate(expr: Expr) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--max", type=int, default=1_000_000, help="largest N (default 10^6)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     args = parser.parse_args()
     sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= args.max]
-    tasks = {"ExprVisitor": _visit, "ExprMutator(identity)": _mutate, "structural_hash": structural_hash}
-    print(f"{'graph':6} {'task':22} {'N':>9} {'build s':>8} {'median s':>9} {'nodes/s':>12}")
+    tasks = {
+        "ExprVisitor": _visit,
+        "ExprMutator(identity)": _mutate,
+        "structural_hash": structural_hash,
+    }
+    print(f"{'graph':6} {'task':22} {'N':>9} {'median s':>9} {'nodes/s':>12}")
     for shape, build in (("chain", chain), ("dag", dag)):
-        for task, fn in tasks.items():
-            seconds: dict[int, float] = {}
-            for n in sizes:
-                start = time.perf_counter()
-                expr = build(n)
-                built = time.perf_counter() - start
-                seconds[n] = _median_time(lambda e=expr: fn(e), args.repeat)
-                print(f"{shape:6} {task:22} {n:>9,} {built:8.3f} {seconds[n]:9.4f} {n / seconds[n]:12,.0f}")
-            if 100_000 in seconds and 1_000_000 in seconds:
-                ratio = seconds[1_000_000] / seconds[100_000]
+        seconds: dict[tuple[str, int], float] = {}
+        for n in sizes:
+            start = time.perf_counter()
+            expr = build(n)
+            print(f"{shape:6} {'(build)':22} {n:>9,} {time.perf_counter() - start:9.4f}")
+            for task, fn in tasks.items():
+                t = seconds[task, n] = _median_time(lambda f=fn, e=expr: f(e), args.repeat)
+                print(f"{shape:6} {task:22} {n:>9,} {t:9.4f} {n / t:12,.0f}")
+            del expr
+        for task in tasks:
+            if (task, 100_000) in seconds and (task, 1_000_000) in seconds:
+                ratio = seconds[task, 1_000_000] / seconds[task, 100_000]
                 print(f"{shape:6} {task:22} time ratio N=10^6 / N=10^5 = {ratio:.1f} (linear: 10)")
 
 

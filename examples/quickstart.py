@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import collections
 
-import numpy as np
-
 import irpass
+import numpy as np
 from irpass.ir import Call, infer_type, post_order_visit, well_formed
 from irpass.testing import random_inputs
 from irpass.testing.models import resnet
@@ -21,8 +20,14 @@ def op_counts(mod: irpass.IRModule) -> collections.Counter:
     """How many calls of each op the module's functions make."""
     counts: collections.Counter = collections.Counter()
     for _, func in mod.items():
-        post_order_visit(func, lambda n: counts.update([n.op.name]) if isinstance(n, Call)
-                         and isinstance(n.op, irpass.Op) else None)
+        post_order_visit(
+            func,
+            lambda n: (
+                counts.update([n.op.name])
+                if isinstance(n, Call) and isinstance(n.op, irpass.Op)
+                else None
+            ),
+        )
     return counts
 
 

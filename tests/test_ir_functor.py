@@ -4,7 +4,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from irpass.ir import (
     Call,
     Constant,
@@ -29,12 +28,30 @@ def _same(types, attrs):
     return types[0]
 
 
-ADD = register_op("test.functor.add", num_inputs=2, type_rel=_same,
-                  kernel=lambda a, at: a[0] + a[1], pattern=OpPattern.BROADCAST, owner="tests")
-NEG = register_op("test.functor.neg", num_inputs=1, type_rel=_same,
-                  kernel=lambda a, at: -a[0], pattern=OpPattern.ELEMWISE, owner="tests")
-TANH = register_op("test.functor.tanh", num_inputs=1, type_rel=_same,
-                   kernel=lambda a, at: np.tanh(a[0]), pattern=OpPattern.ELEMWISE, owner="tests")
+ADD = register_op(
+    "test.functor.add",
+    num_inputs=2,
+    type_rel=_same,
+    kernel=lambda a, at: a[0] + a[1],
+    pattern=OpPattern.BROADCAST,
+    owner="tests",
+)
+NEG = register_op(
+    "test.functor.neg",
+    num_inputs=1,
+    type_rel=_same,
+    kernel=lambda a, at: -a[0],
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+)
+TANH = register_op(
+    "test.functor.tanh",
+    num_inputs=1,
+    type_rel=_same,
+    kernel=lambda a, at: np.tanh(a[0]),
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+)
 
 
 def add(a, b):
@@ -53,7 +70,7 @@ def chain(n, x):
 
 
 def let_chain(n, x):
-    """W3's shape: `let d_i = tanh(x_i)` (unused) around a dataflow chain x_{i+1} = add(x_i, x_i)."""
+    """W3's shape: unused `let d_i = tanh(x_i)` around a dataflow chain x_{i+1} = add(x_i, x_i)."""
     values, cur = [], x
     for _ in range(n):
         values.append(Call(TANH, [cur]))
@@ -102,9 +119,22 @@ def test_visitor_reaches_every_kind_of_node():
     class Kinds(ExprVisitor):
         pass
 
-    for name in ["var", "global_var", "constant", "tuple", "tuple_getitem", "call", "let", "if",
-                 "function", "op"]:
-        def method(self, node, _name=name, _base=getattr(ExprVisitor, f"visit_{name}")):
+    for name in [
+        "var",
+        "global_var",
+        "constant",
+        "tuple",
+        "tuple_getitem",
+        "call",
+        "let",
+        "if",
+        "function",
+        "op",
+    ]:
+
+        base = getattr(ExprVisitor, f"visit_{name}")
+
+        def method(self, node, _name=name, _base=base):
             kinds.append(_name)
             _base(self, node)
 
@@ -112,8 +142,18 @@ def test_visitor_reaches_every_kind_of_node():
     # Methods set after class creation are not seen by the cached vtable: rebuild it.
     Kinds.__init_subclass__()
     Kinds().visit(expr)
-    assert set(kinds) == {"var", "global_var", "constant", "tuple", "tuple_getitem", "call", "let",
-                          "if", "function", "op"}
+    assert set(kinds) == {
+        "var",
+        "global_var",
+        "constant",
+        "tuple",
+        "tuple_getitem",
+        "call",
+        "let",
+        "if",
+        "function",
+        "op",
+    }
 
 
 def test_identity_mutator_returns_the_same_objects():

@@ -1,7 +1,6 @@
 """IRModule: lookups, immutability and functional updates."""
 
 import pytest
-
 from irpass.ir import Function, GlobalVar, IRModule, Var, free_vars, var
 from irpass.ir.op import OpPattern, register_op
 

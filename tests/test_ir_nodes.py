@@ -2,13 +2,12 @@
 
 import numpy as np
 import pytest
-
 from irpass.ir import (
     Attrs,
     Call,
     Constant,
-    FuncType,
     Function,
+    FuncType,
     GlobalVar,
     If,
     Let,
@@ -94,7 +93,9 @@ def test_types_are_frozen():
 
 
 def test_attrs_are_immutable_hashable_and_normalized():
-    a = Attrs({"padding": [1, 1], "axis": np.int64(2), "rate": np.float32(0.5), "flag": np.bool_(True)})
+    a = Attrs(
+        {"padding": [1, 1], "axis": np.int64(2), "rate": np.float32(0.5), "flag": np.bool_(True)}
+    )
     assert a["padding"] == (1, 1) and type(a["axis"]) is int and type(a["rate"]) is float
     assert a.flag is True and a.axis == 2
     assert a == Attrs({"padding": (1, 1), "axis": 2, "rate": 0.5, "flag": True})
@@ -121,7 +122,9 @@ def test_attrs_reject_unsupported_values():
 
 def test_op_registry_lookup_and_errors():
     assert Op.get("test.nodes.ident") is TEST_OP
-    with pytest.raises(ValueError, match="unknown op 'test.nodes.idnet'.*did you mean test.nodes.ident"):
+    with pytest.raises(
+        ValueError, match="unknown op 'test.nodes.idnet'.*did you mean test.nodes.ident"
+    ):
         Op.get("test.nodes.idnet")
     with pytest.raises(ValueError, match="already registered by 'tests'.*'someone' cannot"):
         register_op(
@@ -133,11 +136,17 @@ def test_op_registry_lookup_and_errors():
             owner="someone",
         )
     with pytest.raises(ValueError, match="num_inputs"):
-        register_op("test.nodes.bad", num_inputs=-2, type_rel=_rel_first, kernel=_kernel_first,
-                    pattern=OpPattern.OPAQUE)
+        register_op(
+            "test.nodes.bad",
+            num_inputs=-2,
+            type_rel=_rel_first,
+            kernel=_kernel_first,
+            pattern=OpPattern.OPAQUE,
+        )
     with pytest.raises(ValueError):
-        register_op("test.nodes.bad2", num_inputs=1, type_rel=_rel_first, kernel=_kernel_first,
-                    pattern=99)
+        register_op(
+            "test.nodes.bad2", num_inputs=1, type_rel=_rel_first, kernel=_kernel_first, pattern=99
+        )
 
 
 def test_call_checks_attrs_against_the_op_schema():

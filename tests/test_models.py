@@ -1,9 +1,8 @@
 """The example networks type-check, evaluate, and compute what they claim to."""
 
+import irpass
 import numpy as np
 import pytest
-
-import irpass
 from irpass.ir import Call, Constant, TensorType, infer_type, structural_equal, well_formed
 from irpass.testing import random_inputs
 from irpass.testing.models import MODELS, input_type, mlp, resnet, transformer_encoder
@@ -70,8 +69,9 @@ def test_resnet_treats_each_batch_element_independently():
     data = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype(np.float32)
     both = irpass.evaluate(two, data)
     for i in range(2):
-        np.testing.assert_allclose(both[i : i + 1], irpass.evaluate(one, data[i : i + 1]),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            both[i : i + 1], irpass.evaluate(one, data[i : i + 1]), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_resnet_nhwc_variant_builds_and_runs():
@@ -88,8 +88,11 @@ def test_mobilenet_uses_depthwise_convolutions():
     groups = []
     irpass.ir.post_order_visit(
         mod["main"],
-        lambda n: groups.append((n.attrs.groups, n.attrs.channels))
-        if isinstance(n, Call) and n.op.name == "nn.conv2d" else None,
+        lambda n: (
+            groups.append((n.attrs.groups, n.attrs.channels))
+            if isinstance(n, Call) and n.op.name == "nn.conv2d"
+            else None
+        ),
     )
     assert any(g > 1 and g == c for g, c in groups), groups
 
@@ -110,5 +113,7 @@ def test_transformer_layer_is_permutation_equivariant():
 def test_models_hold_weights_as_constants():
     mod = resnet()
     consts = []
-    irpass.ir.post_order_visit(mod["main"], lambda n: consts.append(n) if isinstance(n, Constant) else None)
+    irpass.ir.post_order_visit(
+        mod["main"], lambda n: consts.append(n) if isinstance(n, Constant) else None
+    )
     assert len(mod["main"].params) == 1 and len(consts) > 10

@@ -6,7 +6,19 @@ from .describe import describe
 from .expr import Expr
 from .functor import ExprFunctor, ExprMutator, ExprVisitor, post_order_visit
 from .module import IRModule
-from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var, const, var
+from .nodes import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    var,
+)
 from .op import AttrField, Op, OpPattern, list_ops, register_op
 from .parser import parse
 from .structural import assert_structural_equal, structural_equal, structural_hash

@@ -70,7 +70,9 @@ class Attrs(Mapping[str, Any]):
         try:
             return self._items[name]
         except KeyError:
-            raise AttributeError(f"attrs have no field {name!r}; fields: {sorted(self._items)}") from None
+            raise AttributeError(
+                f"attrs have no field {name!r}; fields: {sorted(self._items)}"
+            ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Attrs are immutable; use attrs.replace(...) to build new ones")

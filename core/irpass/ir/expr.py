@@ -37,7 +37,9 @@ class Expr:
         )
 
     def __delattr__(self, name: str) -> NoReturn:
-        raise AttributeError(f"{type(self).__name__} nodes are immutable (tried to delete {name!r})")
+        raise AttributeError(
+            f"{type(self).__name__} nodes are immutable (tried to delete {name!r})"
+        )
 
     def __copy__(self) -> Expr:
         return self

@@ -64,7 +64,9 @@ class ExprFunctor:
         try:
             method = self._vtable[type(expr)]
         except KeyError:
-            raise TypeError(f"{type(self).__name__} cannot visit {type(expr).__name__} {expr!r}") from None
+            raise TypeError(
+                f"{type(self).__name__} cannot visit {type(expr).__name__} {expr!r}"
+            ) from None
         return method(self, expr)
 
     def _unhandled(self, expr: Expr) -> Any:
@@ -347,7 +349,11 @@ class ExprMutator(ExprFunctor):
         cond = self.visit(node.cond)
         true_branch = self.visit(node.true_branch)
         false_branch = self.visit(node.false_branch)
-        if cond is node.cond and true_branch is node.true_branch and false_branch is node.false_branch:
+        if (
+            cond is node.cond
+            and true_branch is node.true_branch
+            and false_branch is node.false_branch
+        ):
             return node
         return If(cond, true_branch, false_branch)
 

@@ -40,9 +40,8 @@ class IRModule:
                 if gv.name_hint in funcs:
                     raise ValueError(f"IRModule: function name {gv.name_hint!r} given twice")
                 if not isinstance(func, Function):
-                    raise TypeError(
-                        f"IRModule: @{gv.name_hint} must map to a Function, got {type(func).__name__}"
-                    )
+                    kind = type(func).__name__
+                    raise TypeError(f"IRModule: @{gv.name_hint} must map to a Function, got {kind}")
                 funcs[gv.name_hint] = func
                 gvars[gv.name_hint] = gv
         object.__setattr__(self, "_funcs", funcs)
@@ -73,7 +72,9 @@ class IRModule:
         try:
             return self._funcs[name]
         except KeyError:
-            raise KeyError(f"no function @{name} in the module (has: {sorted(self._funcs)})") from None
+            raise KeyError(
+                f"no function @{name} in the module (has: {sorted(self._funcs)})"
+            ) from None
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, (str, GlobalVar)):
@@ -91,7 +92,9 @@ class IRModule:
         try:
             return self._gvars[name]
         except KeyError:
-            raise KeyError(f"no function @{name} in the module (has: {sorted(self._funcs)})") from None
+            raise KeyError(
+                f"no function @{name} in the module (has: {sorted(self._funcs)})"
+            ) from None
 
     def get_global_vars(self) -> list[GlobalVar]:
         """All global vars, in insertion order."""

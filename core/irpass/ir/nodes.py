@@ -180,12 +180,16 @@ class Call(Expr):
     args: tuple[Expr, ...]
     attrs: Attrs
 
-    def __init__(self, op: Expr, args: Sequence[Expr], attrs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, op: Expr, args: Sequence[Expr], attrs: Mapping[str, Any] | None = None
+    ) -> None:
         args = _check_exprs(args, "Call.args")
         if type(op) is Op:
             n = op.num_inputs
             if n >= 0 and len(args) != n:
-                raise ValueError(f"Call.args: op {op.name!r} takes {n} argument(s), got {len(args)}")
+                raise ValueError(
+                    f"Call.args: op {op.name!r} takes {n} argument(s), got {len(args)}"
+                )
             if attrs is None and not op.attr_fields:
                 attrs = EMPTY_ATTRS
             elif type(attrs) is not Attrs or attrs._schema_key is not op:
@@ -285,14 +289,18 @@ class Function(Expr):
         attrs: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(params, Expr) or not isinstance(params, Sequence):
-            raise TypeError(f"Function.params must be a sequence of Var, got {type(params).__name__}")
+            raise TypeError(
+                f"Function.params must be a sequence of Var, got {type(params).__name__}"
+            )
         params = tuple(params)
         seen: set[int] = set()
         for i, p in enumerate(params):
             if type(p) is not Var:
                 raise TypeError(f"Function.params[{i}] must be a Var, got {type(p).__name__} {p!r}")
             if id(p) in seen:
-                raise ValueError(f"Function.params[{i}]: %{p.name_hint} appears twice in the params")
+                raise ValueError(
+                    f"Function.params[{i}]: %{p.name_hint} appears twice in the params"
+                )
             seen.add(id(p))
         _check_expr(body, "Function.body")
         if ret_type is not None and not isinstance(ret_type, Type):

@@ -327,7 +327,9 @@ def register_op(
     # Defaults are checked once here so a bad schema fails at registration.
     for f in attrs:
         if f.default is not REQUIRED and f.default is not None:
-            _set(f, "default", normalize_attr_value(f.convert(f.default, f"{name}.{f.name}"), f.name))
+            _set(
+                f, "default", normalize_attr_value(f.convert(f.default, f"{name}.{f.name}"), f.name)
+            )
     _REGISTRY[name] = op
     return op
 

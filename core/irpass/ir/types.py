@@ -132,7 +132,9 @@ class FuncType(Type):
 
     def __post_init__(self) -> None:
         if not isinstance(self.arg_types, Sequence):
-            raise TypeError(f"FuncType.arg_types must be a sequence of types, got {self.arg_types!r}")
+            raise TypeError(
+                f"FuncType.arg_types must be a sequence of types, got {self.arg_types!r}"
+            )
         args = tuple(self.arg_types)
         for i, a in enumerate(args):
             if not isinstance(a, Type):

@@ -82,7 +82,7 @@ def mlp(
     num_classes: int = 10,
     seed: int = 0,
 ) -> IRModule:
-    """A multi-layer perceptron: (dense, bias_add, relu) per hidden layer, then dense and softmax."""
+    """A multi-layer perceptron: dense, bias_add and relu per hidden layer, then dense, softmax."""
     w = _Weights(seed)
     data = var("data", shape=(batch, in_features))
     x: Expr = data
@@ -111,7 +111,11 @@ def resnet(
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"resnet: layout must be 'NCHW' or 'NHWC', got {layout!r}")
     w = _Weights(seed)
-    shape = (batch, 3, image_size, image_size) if layout == "NCHW" else (batch, image_size, image_size, 3)
+    shape = (
+        (batch, 3, image_size, image_size)
+        if layout == "NCHW"
+        else (batch, image_size, image_size, 3)
+    )
     data = var("data", shape=shape)
     x = _conv_bn_relu(data, w, 3, channels, 3, layout=layout)
     x = op.nn.max_pool2d(x, pool_size=(2, 2), strides=(2, 2), layout=layout)
@@ -168,7 +172,9 @@ def transformer_encoder(
     layer_norm.
     """
     if d_model % num_heads:
-        raise ValueError(f"transformer_encoder: d_model {d_model} is not divisible by {num_heads} heads")
+        raise ValueError(
+            f"transformer_encoder: d_model {d_model} is not divisible by {num_heads} heads"
+        )
     w = _Weights(seed)
     head = d_model // num_heads
     data = var("data", shape=(batch, seq_len, d_model))
