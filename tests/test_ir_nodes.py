@@ -274,3 +274,10 @@ def test_children_are_in_field_order():
     assert f.children() == (x, let)
     assert cond.children() == (x, y, c)
     assert x.children() == () and const(1).children() == ()
+
+
+def test_constant_keeps_native_byte_order():
+    big_endian = np.arange(4, dtype=">f4")
+    c = Constant(big_endian)
+    assert c.data.dtype.isnative and c.data.dtype.name == "float32"
+    np.testing.assert_array_equal(c.data, [0.0, 1.0, 2.0, 3.0])

@@ -3,7 +3,6 @@ batch_matmul, bias_add, activations and normalization."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from irpass import op

@@ -20,7 +20,7 @@ from .nodes import (
     var,
 )
 from .op import AttrField, Op, OpPattern, list_ops, register_op
-from .parser import parse
+from .parser import parse, parse_expr
 from .structural import assert_structural_equal, structural_equal, structural_hash
 from .type_infer import infer_type
 from .types import FuncType, TensorType, TupleType, Type
@@ -59,6 +59,7 @@ __all__ = [
     "infer_type",
     "list_ops",
     "parse",
+    "parse_expr",
     "post_order_visit",
     "register_op",
     "structural_equal",

@@ -45,7 +45,9 @@ def _check_expr(value: Any, where: str) -> Expr:
 
 
 def _check_exprs(values: Any, where: str) -> tuple[Expr, ...]:
-    if type(values) is not tuple:
+    if type(values) is list:
+        values = tuple(values)
+    elif type(values) is not tuple:
         if isinstance(values, Expr) or not isinstance(values, Sequence) or isinstance(values, str):
             raise TypeError(f"{where} must be a sequence of Expr, got {type(values).__name__}")
         values = tuple(values)
@@ -110,6 +112,9 @@ class Constant(Expr):
                 f"Constant.data: unsupported dtype {data.dtype.name!r}; "
                 f"expected one of {sorted(SUPPORTED_DTYPES)}"
             )
+        if not data.dtype.isnative:
+            # Byte order is storage, not value: keep one (native) representation.
+            data = data.astype(data.dtype.newbyteorder("="))
         if data.flags.writeable or not data.flags.c_contiguous:
             # Own a private, read-only copy so nobody can change the constant later.
             data = np.array(data, copy=True, order="C")

@@ -1,3 +1,1085 @@
-"""Placeholder: the text-format parser (being written)."""
-def parse(text, filename=None, metadata=None):
-    raise NotImplementedError
+"""The text-format parser: ``irpass.parse(text)`` reads what ``str(mod)`` writes.
+
+The format is described in :mod:`irpass.ir.printer`. What the parser accepts
+beyond what the printer writes:
+
+* **Module or expression.** Text made of ``def @name(...) {...}`` definitions
+  is a module. Any other text is read as one expression, written like the
+  inside of a block (``%0 = add(%x, %x); multiply(%0, %y)``); :func:`parse`
+  turns it into a module with :meth:`IRModule.from_expr` (its free variables
+  become the params of ``@main``) and :func:`parse_expr` returns the
+  expression itself. Only in an expression may ``%x`` be used without being
+  bound (a free variable, one :class:`Var` per name); in a module that is an
+  error.
+* **Nesting.** Calls, tuples and ``if``/``fn``/``{ }`` blocks may nest to any
+  depth (``add(multiply(%x, %y), %z)``); the parser keeps its own stack, so
+  deep text never hits Python's recursion limit.
+* **Shortcuts.** A scalar tensor type may be written as just its dtype
+  (``float32`` for ``Tensor[(), float32]``); a number without suffix is a
+  float32 (``1.5``) or int32 (``3``) constant; lists in attribute values may
+  use ``(...)`` as well as ``[...]``; trailing commas are allowed;
+  ``meta[relay.Constant][k]`` is read like ``meta[Constant][k]``.
+* **Scoping.** ``%3 = ...;`` names are visible after their line in their
+  block and in the blocks nested in it; defining a visible ``%3`` again is
+  an error. A ``let`` may shadow a variable of the same name. In
+  ``let %f = fn (...) {...};`` the function may call ``%f`` (recursion).
+  Global functions may be used before they are defined.
+* **Constants.** Big constants come from the ``#[metadata]`` section at the end
+  of the text, or from the ``metadata=`` argument (a list of arrays indexed by
+  ``k``, or ``{"Constant": [...]}``) when the text was printed with
+  ``show_meta_data=False`` or saved by :func:`irpass.save`.
+
+Every error is an :class:`irpass.ParseError` with the 1-based line and column
+of the offending token, the source line and a caret: unexpected tokens say
+what was expected, unknown ops list close matches, undefined or duplicate
+names, bad types, and bad attributes (checked by the op's schema, reported at
+the call).
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+import re
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParseError
+from .expr import Expr
+from .gcpause import gc_paused
+from .lexer import EOF, Tokens, describe_token, error_at
+from .literals import array_from_values, parse_number
+from .module import IRModule
+from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .op import Op
+from .types import SUPPORTED_DTYPES, FuncType, TensorType, TupleType, Type
+
+__all__ = ["parse", "parse_expr", "read_headers", "VERSION_PREFIX"]
+
+#: Every ``#[version = "..."]`` header this parser reads starts with this.
+VERSION_PREFIX = "irpass"
+
+_KEYWORDS = frozenset(
+    {"def", "fn", "let", "if", "else", "meta", "const", "True", "False", "None", "Tensor"}
+)
+_SPECIAL_FLOAT = re.compile(r"(?:inf|nan)(?:[fiu]\d+)?\Z")
+_METADATA_LINE = re.compile(r"^#\[metadata\][ \t]*\r?$", re.MULTILINE)
+_META_ENTRY = re.compile(
+    r"meta\[(?:relay\.)?Constant\]\[(\d+)\]\s*=\s*([a-z0-9]+)\s*\(([^)]*)\)\s*([A-Za-z0-9+/=]*)\s*\Z"
+)
+_HEADER = re.compile(r'\s*#\[\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\\n]|\\.)*")\s*\]', re.ASCII)
+_MAX_TYPE_DEPTH = 100
+_MISSING = object()
+
+# A parse step that needs a sub-expression yields a generator for it; the
+# driver (_Parser.run) runs that generator and sends its result back. This
+# keeps nesting on a heap-allocated stack instead of Python's call stack.
+_Step = Generator[Any, Any, Any]
+
+
+def parse(text: str, filename: str | None = None, metadata: Any = None) -> IRModule:
+    """Parse the text of a module (or of one expression, which becomes ``@main``).
+
+    ``filename`` only appears in error messages. ``metadata`` supplies the
+    arrays of ``meta[Constant][k]`` when the text has no ``#[metadata]``
+    section (a list of arrays, or ``{"Constant": [...]}``). Raises
+    :class:`irpass.ParseError`.
+    """
+    with gc_paused():
+        return _Parser(text, filename, metadata).parse_module()
+
+
+def parse_expr(text: str, filename: str | None = None, metadata: Any = None) -> Expr:
+    """Parse the text of one expression (what ``str(expr)`` writes); free ``%vars`` are allowed."""
+    with gc_paused():
+        return _Parser(text, filename, metadata).parse_expression()
+
+
+def read_headers(text: str) -> dict[str, str]:
+    """The ``#[key = "value"]`` headers at the top of a text (``version``, ``metadata_file``).
+
+    Only looks at the start of the text; a malformed header ends the scan
+    (:func:`parse` reports it).
+    """
+    out: dict[str, str] = {}
+    pos = 0
+    while (m := _HEADER.match(text, pos)) is not None:
+        try:
+            out[m.group(1)] = json.loads(m.group(2))
+        except ValueError:
+            break
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    """Recursive descent over the token list, with an explicit stack for nesting."""
+
+    def __init__(self, text: str, filename: str | None, metadata: Any) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"parse: text must be a str, got {type(text).__name__}")
+        self.text = text
+        self.filename = filename
+        m = _METADATA_LINE.search(text)
+        # The metadata section (base64 lines) is read separately, not tokenized.
+        self.tokens = Tokens(text, filename, None if m is None else m.start())
+        self.toks = self.tokens.toks
+        self.i = 0
+        self.graph: dict[str, Expr] = {}
+        self.vars: dict[str, Var] = {}
+        self.undo: list[tuple[dict, str, Any]] = []
+        self.free: dict[str, Var] | None = None
+        self.globals: dict[str, GlobalVar] = {}
+        self.global_uses: dict[str, int] = {}
+        self.defined: set[str] = set()
+        self.ops: dict[str, Op] = {}
+        self.meta_consts: dict[int, Constant] = {}
+        self.metadata_file: str | None = None
+        self.meta: dict[int, np.ndarray] | None = None
+        if m is not None:
+            if metadata is not None:
+                raise error_at(
+                    text, m.start(), "this text has its own #[metadata] section; do not pass "
+                    "metadata= as well", filename
+                )
+            self.meta = self._read_metadata_section(m.end())
+        elif metadata is not None:
+            self.meta = _metadata_arg(metadata)
+
+    # -- entry points ---------------------------------------------------------------
+    def parse_module(self) -> IRModule:
+        self._headers()
+        toks = self.toks
+        if toks[self.i] not in ("def", EOF):
+            expr = self._expression_until_eof()
+            self._check_globals()
+            return IRModule.from_expr(expr)
+        funcs: dict[GlobalVar, Function] = {}
+        while toks[self.i] != EOF:
+            if toks[self.i] != "def":
+                raise self.error(
+                    f"expected 'def' to start the next function, got {describe_token(toks[self.i])}"
+                )
+            gv, func = self._def()
+            funcs[gv] = func
+        self._check_globals()
+        return IRModule(funcs)
+
+    def parse_expression(self) -> Expr:
+        self._headers()
+        return self._expression_until_eof()
+
+    def _expression_until_eof(self) -> Expr:
+        self.free = {}
+        if self.toks[self.i] == EOF:
+            raise self.error("expected an expression, got end of input")
+        expr = self.run(self._block(EOF))
+        return expr
+
+    # -- driver and helpers ---------------------------------------------------------
+    def run(self, gen: _Step) -> Any:
+        """Run a parse step and every sub-step it asks for, without recursion."""
+        stack = [gen]
+        value = None
+        while True:
+            try:
+                sub = stack[-1].send(value)
+            except StopIteration as stop:
+                stack.pop()
+                if not stack:
+                    return stop.value
+                value = stop.value
+                continue
+            stack.append(sub)
+            value = None
+
+    def error(self, message: str, index: int | None = None) -> ParseError:
+        """A ParseError at token ``index`` (default: the current token)."""
+        index = self.i if index is None else index
+        tok = self.toks[index]
+        # A token the lexer could not make sense of is the real problem.
+        if tok == '"':
+            message = "unterminated string (a string ends with '\"' on the same line)"
+        elif tok == "/*":
+            message = "unterminated comment ('/*' without '*/')"
+        return self.tokens.error(message, index)
+
+    def expect(self, tok: str, context: str) -> None:
+        """Consume ``tok`` or fail saying what was expected where."""
+        got = self.toks[self.i]
+        if got != tok:
+            raise self.error(f"expected '{tok}' {context}, got {describe_token(got)}")
+        self.i += 1
+
+    def _define(self, table: dict, key: str, value: Any) -> None:
+        self.undo.append((table, key, table.get(key, _MISSING)))
+        table[key] = value
+
+    def _restore(self, mark: int) -> None:
+        undo = self.undo
+        while len(undo) > mark:
+            table, key, old = undo.pop()
+            if old is _MISSING:
+                del table[key]
+            else:
+                table[key] = old
+
+    # -- headers and metadata -----------------------------------------------------------
+    def _headers(self) -> None:
+        toks = self.toks
+        while toks[self.i] == "#[":
+            start = self.i
+            self.i += 1
+            key = toks[self.i]
+            if key == "metadata" and toks[self.i + 1] == "]":
+                raise self.error(
+                    "the #[metadata] section must be last, on a line of its own", start
+                )
+            if not _is_ident(key):
+                raise self.error(f"expected a header name, got {describe_token(key)}")
+            self.i += 1
+            self.expect("=", f"after the header name {key!r}")
+            value_tok = toks[self.i]
+            if value_tok[:1] != '"' or len(value_tok) < 2:
+                raise self.error(f"expected a string value for header {key!r}, got "
+                                 f"{describe_token(value_tok)}")
+            value = self._string(value_tok)
+            self.i += 1
+            self.expect("]", "to close the header")
+            if key == "version":
+                if not value.startswith(VERSION_PREFIX):
+                    raise self.error(
+                        f"unsupported version {value!r}: this is irpass text format "
+                        f"'{VERSION_PREFIX} ...'", start + 3
+                    )
+            elif key == "metadata_file":
+                self.metadata_file = value
+            else:
+                raise self.error(
+                    f"unknown header {key!r} (known: version, metadata_file)", start + 1
+                )
+
+    def _read_metadata_section(self, start: int) -> dict[int, np.ndarray]:
+        text = self.text
+        out: dict[int, np.ndarray] = {}
+        pos = start
+        while pos < len(text):
+            end = text.find("\n", pos)
+            if end < 0:
+                end = len(text)
+            line = text[pos:end].strip()
+            if line and not line.startswith("//"):
+                col = pos + (len(text[pos:end]) - len(text[pos:end].lstrip()))
+                out_k, arr = self._metadata_entry(line, col)
+                if out_k in out:
+                    raise error_at(text, col, f"meta[Constant][{out_k}] is defined twice",
+                                   self.filename)
+                out[out_k] = arr
+            pos = end + 1
+        return out
+
+    def _metadata_entry(self, line: str, offset: int) -> tuple[int, np.ndarray]:
+        def fail(msg: str) -> ParseError:
+            return error_at(self.text, offset, msg, self.filename)
+
+        m = _META_ENTRY.match(line)
+        if m is None:
+            raise fail(
+                "expected a metadata entry 'meta[Constant][k] = <dtype> (<shape>) <base64 data>'"
+            )
+        k, dtype, shape_text, data = m.groups()
+        if dtype not in SUPPORTED_DTYPES:
+            raise fail(f"meta[Constant][{k}]: unknown dtype {dtype!r}")
+        try:
+            shape = tuple(int(d) for d in shape_text.replace(" ", "").split(",") if d)
+        except ValueError:
+            raise fail(f"meta[Constant][{k}]: bad shape ({shape_text})") from None
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise fail(f"meta[Constant][{k}]: the data is not valid base64") from None
+        return int(k), _array_from_bytes(raw, dtype, shape, fail, f"meta[Constant][{k}]")
+
+    def _meta_constant(self) -> Constant:
+        toks = self.toks
+        start = self.i
+        self.i += 1  # 'meta'
+        self.expect("[", "after 'meta'")
+        kind = toks[self.i]
+        if kind not in ("Constant", "relay.Constant"):
+            raise self.error(f"only meta[Constant][k] references exist, got meta[{kind}]")
+        self.i += 1
+        self.expect("]", "after meta[Constant")
+        self.expect("[", "before the constant's index")
+        k_tok = toks[self.i]
+        if not k_tok.isdigit():
+            raise self.error(f"expected the constant's index, got {describe_token(k_tok)}")
+        self.i += 1
+        self.expect("]", "after the constant's index")
+        k = int(k_tok)
+        const = self.meta_consts.get(k)
+        if const is not None:
+            return const
+        if self.meta is None:
+            if self.metadata_file is not None:
+                msg = (
+                    f"meta[Constant][{k}] is not in this text: its constants are in "
+                    f"{self.metadata_file!r}; read it with irpass.load(path) or pass metadata="
+                )
+            else:
+                msg = (
+                    f"meta[Constant][{k}] is not defined: the text has no #[metadata] section "
+                    "(it was printed with show_meta_data=False); pass metadata= to parse it"
+                )
+            raise self.error(msg, start)
+        arr = self.meta.get(k)
+        if arr is None:
+            raise self.error(
+                f"meta[Constant][{k}] is not defined: the metadata has {len(self.meta)} "
+                f"constant(s)", start
+            )
+        const = Constant(arr)
+        self.meta_consts[k] = const
+        return const
+
+    # -- definitions ----------------------------------------------------------------
+    def _global(self, name: str) -> GlobalVar:
+        gv = self.globals.get(name)
+        if gv is None:
+            gv = self.globals[name] = GlobalVar(name)
+        return gv
+
+    def _check_globals(self) -> None:
+        for name, index in self.global_uses.items():
+            if name not in self.defined:
+                close = difflib.get_close_matches(name, sorted(self.defined), n=3)
+                hint = f"; did you mean {', '.join('@' + c for c in close)}?" if close else ""
+                raise self.error(f"undefined global function @{name}{hint}", index)
+
+    def _def(self) -> tuple[GlobalVar, Function]:
+        toks = self.toks
+        start = self.i
+        self.i += 1
+        tok = toks[self.i]
+        if tok[:1] != "@":
+            raise self.error(f"expected a global function name @name after 'def', got "
+                             f"{describe_token(tok)}")
+        name = _decode_name(tok)
+        if name in self.defined:
+            raise self.error(f"duplicate definition of @{name}")
+        self.defined.add(name)
+        gv = self._global(name)
+        self.i += 1
+        mark = len(self.undo)
+        params, attrs = self._params(f"of @{name}")
+        ret_type = None
+        if toks[self.i] == "->":
+            self.i += 1
+            ret_type = self._type()
+        self.expect("{", f"to open the body of @{name}")
+        body = self.run(self._block("}"))
+        self.expect("}", f"to close the body of @{name}")
+        self._restore(mark)
+        try:
+            func = Function(params, body, ret_type, attrs)
+        except (TypeError, ValueError) as exc:
+            raise self.error(f"bad function @{name}: {exc}", start) from None
+        return gv, func
+
+    def _params(self, context: str) -> tuple[list[Var], dict[str, Any]]:
+        """``( %x: T, %y, key=value )``; defines the params in the current scope."""
+        toks = self.toks
+        self.expect("(", f"to open the parameter list {context}")
+        params: list[Var] = []
+        attrs: dict[str, Any] = {}
+        seen: set[str] = set()
+        while toks[self.i] != ")":
+            tok = toks[self.i]
+            if tok[:1] == "%":
+                if tok[1:2].isdigit():
+                    raise self.error(f"a parameter needs a variable name like %x, not {tok}")
+                name = _decode_name(tok)
+                if name in seen:
+                    raise self.error(f"duplicate parameter {tok} {context}")
+                seen.add(name)
+                self.i += 1
+                ty = None
+                if toks[self.i] == ":":
+                    self.i += 1
+                    ty = self._type()
+                v = Var(name, ty)
+                params.append(v)
+                self._define(self.vars, name, v)
+            elif toks[self.i + 1] == "=" and (key := self._attr_key(tok)) is not None:
+                if key in attrs:
+                    raise self.error(f"duplicate attribute {key!r} {context}")
+                self.i += 2
+                attrs[key] = self._attr_value()
+            else:
+                raise self.error(
+                    f"expected a parameter (%name) or an attribute (key=value) {context}, "
+                    f"got {describe_token(tok)}"
+                )
+            if toks[self.i] == ",":
+                self.i += 1
+            elif toks[self.i] != ")":
+                raise self.error(
+                    f"expected ',' or ')' in the parameter list {context}, got "
+                    f"{describe_token(toks[self.i])}"
+                )
+        self.i += 1
+        return params, attrs
+
+    # -- types --------------------------------------------------------------------------
+    def _type(self, depth: int = 0) -> Type:
+        if depth > _MAX_TYPE_DEPTH:
+            raise self.error(f"type nesting too deep (more than {_MAX_TYPE_DEPTH} levels)")
+        toks = self.toks
+        tok = toks[self.i]
+        if tok == "Tensor":
+            self.i += 1
+            self.expect("[", "after 'Tensor'")
+            shape = self._shape("of the tensor type")
+            self.expect(",", "between the shape and the dtype of the tensor type")
+            dtype = self._dtype()
+            self.expect("]", "to close the tensor type")
+            return TensorType(shape, dtype)
+        if tok in SUPPORTED_DTYPES:
+            self.i += 1
+            return TensorType((), tok)
+        if tok == "(":
+            self.i += 1
+            fields = []
+            while toks[self.i] != ")":
+                fields.append(self._type(depth + 1))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected ',' or ')' in the tuple type, got "
+                                     f"{describe_token(toks[self.i])}")
+            self.i += 1
+            return TupleType(fields)
+        if tok == "fn":
+            self.i += 1
+            self.expect("(", "to open the argument types of the function type")
+            args = []
+            while toks[self.i] != ")":
+                args.append(self._type(depth + 1))
+                if toks[self.i] == ",":
+                    self.i += 1
+                elif toks[self.i] != ")":
+                    raise self.error(f"expected ',' or ')' in the function type, got "
+                                     f"{describe_token(toks[self.i])}")
+            self.i += 1
+            self.expect("->", "before the result type of the function type")
+            return FuncType(args, self._type(depth + 1))
+        hint = ""
+        if _is_ident(tok):
+            close = difflib.get_close_matches(tok, sorted(SUPPORTED_DTYPES) + ["Tensor"], n=1)
+            if close:
+                hint = f"; did you mean {close[0]}?"
+        raise self.error(
+            "expected a type (Tensor[(d0, d1, ...), dtype], a dtype, (T1, T2, ...) or "
+            f"fn (T1, ...) -> T), got {describe_token(tok)}{hint}"
+        )
+
+    def _shape(self, context: str) -> tuple[int, ...]:
+        toks = self.toks
+        self.expect("(", f"to open the shape {context}")
+        dims = []
+        while toks[self.i] != ")":
+            tok = toks[self.i]
+            if not tok.isdigit():
+                raise self.error(
+                    f"expected a dimension (a non-negative integer) in the shape {context}, got "
+                    f"{describe_token(tok)}"
+                )
+            dims.append(int(tok))
+            self.i += 1
+            if toks[self.i] == ",":
+                self.i += 1
+            elif toks[self.i] != ")":
+                raise self.error(f"expected ',' or ')' in the shape {context}, got "
+                                 f"{describe_token(toks[self.i])}")
+        self.i += 1
+        return tuple(dims)
+
+    def _dtype(self) -> str:
+        tok = self.toks[self.i]
+        if tok not in SUPPORTED_DTYPES:
+            close = difflib.get_close_matches(tok, sorted(SUPPORTED_DTYPES), n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise self.error(f"unknown dtype {describe_token(tok)}{hint}")
+        self.i += 1
+        return tok
+
+    # -- attribute values ---------------------------------------------------------------
+    def _attr_value(self) -> Any:
+        """A value after ``key=``: number, string, True/False/None, or a (nested) list."""
+        toks = self.toks
+        stack: list[tuple[list, str]] = []
+        while True:
+            tok = toks[self.i]
+            if tok == "[" or tok == "(":
+                self.i += 1
+                close = "]" if tok == "[" else ")"
+                if toks[self.i] != close:
+                    stack.append(([], close))
+                    continue
+                self.i += 1
+                value: Any = ()
+            else:
+                value = self._attr_scalar()
+            while True:
+                if not stack:
+                    return value
+                items, close = stack[-1]
+                items.append(value)
+                tok = toks[self.i]
+                if tok == ",":
+                    self.i += 1
+                    if toks[self.i] != close:
+                        break
+                    tok = close
+                if tok != close:
+                    raise self.error(
+                        f"expected ',' or '{close}' in the list value, got {describe_token(tok)}"
+                    )
+                self.i += 1
+                stack.pop()
+                value = tuple(items)
+
+    def _attr_key(self, tok: str) -> str | None:
+        """The attribute name in ``key=`` (an identifier, or a string for any other name)."""
+        if _is_ident(tok):
+            return tok
+        if tok[:1] == '"' and len(tok) > 1:
+            return self._string(tok)
+        return None
+
+    def _string(self, tok: str) -> str:
+        try:
+            return json.loads(tok)
+        except ValueError as exc:
+            raise self.error(f"bad string literal {tok}: {exc.args[0].split(':')[0]}") from None
+
+    def _attr_scalar(self) -> Any:
+        tok = self.toks[self.i]
+        c = tok[:1]
+        if c == '"' and len(tok) > 1:
+            self.i += 1
+            return self._string(tok)
+        if tok in ("True", "False", "None"):
+            self.i += 1
+            return {"True": True, "False": False, "None": None}[tok]
+        if c.isdigit() or (c == "-" and tok != "->") or _SPECIAL_FLOAT.match(tok):
+            try:
+                value, dtype = parse_number(tok)
+            except ValueError as exc:
+                raise self.error(str(exc)) from None
+            if dtype is not None:
+                raise self.error(f"attribute values take no dtype suffix: write "
+                                 f"{tok[: -len(_suffix(tok))]} instead of {tok}")
+            self.i += 1
+            return value
+        raise self.error(
+            "expected an attribute value (a number, a string, True, False, None or a [list]), "
+            f"got {describe_token(tok)}"
+        )
+
+    # -- atoms ------------------------------------------------------------------------
+    def _atom(self) -> Expr | None:
+        """An expression that is a single token (or ``meta[...]``), else ``None``."""
+        toks = self.toks
+        tok = toks[self.i]
+        e = self.graph.get(tok)
+        if e is not None:
+            self.i += 1
+            return e
+        c = tok[:1]
+        if c == "%":
+            if tok[1:2].isdigit():
+                raise self.error(f"undefined {tok}: bind it with '{tok} = ...;' before use")
+            name = tok[1:] if tok[1:2] != '"' else _decode_name(tok)
+            v = self.vars.get(name)
+            if v is None:
+                v = self._free_var(name, tok)
+            self.i += 1
+            return v
+        if c == "@":
+            name = _decode_name(tok)
+            gv = self._global(name)
+            self.global_uses.setdefault(name, self.i)
+            self.i += 1
+            return gv
+        if c.isdigit() or (c == "-" and tok != "->"):
+            self.i += 1
+            return self._scalar(tok, self.i - 1)
+        if not (c.isalpha() or c == "_"):
+            return None
+        if tok == "True" or tok == "False":
+            self.i += 1
+            return Constant(np.array(tok == "True"))
+        if _SPECIAL_FLOAT.match(tok):
+            self.i += 1
+            return self._scalar(tok, self.i - 1)
+        if tok == "meta" and toks[self.i + 1] == "[":
+            return self._meta_constant()
+        if tok in _KEYWORDS or toks[self.i + 1] == "(":
+            return None
+        op = self._op(tok)
+        self.i += 1
+        return op
+
+    def _free_var(self, name: str, tok: str) -> Var:
+        if self.free is None:
+            close = difflib.get_close_matches(name, list(self.vars)[:10000], n=3)
+            hint = f"; did you mean {', '.join('%' + c for c in close)}?" if close else ""
+            raise self.error(f"undefined variable {tok}{hint}")
+        v = self.free.get(name)
+        if v is None:
+            v = self.free[name] = Var(name)
+        return v
+
+    def _op(self, name: str) -> Op:
+        op = self.ops.get(name)
+        if op is None:
+            try:
+                op = Op.get(name)
+            except ValueError as exc:
+                raise self.error(str(exc)) from None
+            self.ops[name] = op
+        return op
+
+    def _scalar(self, tok: str, index: int) -> Constant:
+        try:
+            value, dtype = parse_number(tok)
+            if dtype is None:
+                dtype = "float32" if isinstance(value, float) else "int32"
+            return Constant(array_from_values([value], dtype, ()))
+        except ValueError as exc:
+            raise self.error(str(exc), index) from None
+
+    def _inline_const(self) -> Constant:
+        """``const(dtype, (shape), [v0, v1, ...])`` with values flat in C order."""
+        toks = self.toks
+        self.i += 1
+        self.expect("(", "after 'const'")
+        dtype = self._dtype()
+        self.expect(",", "after the dtype of const(...)")
+        shape = self._shape("of const(...)")
+        self.expect(",", "after the shape of const(...)")
+        self.expect("[", "to open the values of const(...)")
+        values: list[Any] = []
+        start = self.i
+        kind = np.dtype(dtype).kind
+        while toks[self.i] != "]":
+            tok = toks[self.i]
+            value = self._const_element(tok, dtype, kind)
+            values.append(value)
+            self.i += 1
+            if toks[self.i] == ",":
+                self.i += 1
+            elif toks[self.i] != "]":
+                raise self.error(f"expected ',' or ']' in the values of const(...), got "
+                                 f"{describe_token(toks[self.i])}")
+        self.i += 1
+        size = int(np.prod(shape, dtype=np.int64))
+        if len(values) != size:
+            raise self.error(
+                f"const(...): shape {shape} needs {size} value(s), got {len(values)}", start
+            )
+        self.expect(")", "to close const(...)")
+        try:
+            return Constant(array_from_values(values, dtype, shape))
+        except ValueError as exc:
+            raise self.error(f"const(...): {exc}", start) from None
+
+    def _const_element(self, tok: str, dtype: str, kind: str) -> Any:
+        if kind == "b":
+            if tok in ("True", "False"):
+                return tok == "True"
+            raise self.error(f"expected True or False in a bool const(...), got "
+                             f"{describe_token(tok)}")
+        c = tok[:1]
+        if c.isdigit() or (c == "-" and tok != "->") or _SPECIAL_FLOAT.match(tok):
+            try:
+                value, suffix_dtype = parse_number(tok)
+            except ValueError as exc:
+                raise self.error(str(exc)) from None
+            if suffix_dtype is not None:
+                raise self.error("values in const(...) take no dtype suffix (the dtype comes "
+                                 "first)")
+            if kind in "iu" and isinstance(value, float):
+                raise self.error(f"expected an integer in a {dtype} const(...), got {tok}")
+            return value
+        raise self.error(f"expected a number in const(...), got {describe_token(tok)}")
+
+    # -- expressions ------------------------------------------------------------------
+    def _simple(self) -> Expr | None:
+        """Fast path: an atom, or an op call whose arguments are all atoms.
+
+        Returns ``None`` (consuming nothing) for anything else; the general
+        path :meth:`_expr` then parses it.
+        """
+        toks = self.toks
+        start = self.i
+        if toks[start + 1] != "(":
+            e = self._atom()
+            if e is None:
+                return None
+            tok = toks[self.i]
+            if tok == "(" or tok[:1] == ".":
+                self.i = start
+                return None
+            return e
+        tok = toks[start]
+        op = self.ops.get(tok)
+        if op is None:
+            if tok in _KEYWORDS or not _is_ident(tok):
+                return None
+            op = self._op(tok)
+        i = start + 2
+        graph = self.graph
+        args: list[Expr] = []
+        attrs: dict[str, Any] | None = None
+        variables = self.vars
+        while True:
+            tok = toks[i]
+            e = graph.get(tok)
+            if e is None and tok[:1] == "%" and (tok[1:2].isalpha() or tok[1:2] == "_"):
+                # a plain variable name (%x); anything else goes through _atom below
+                e = variables.get(tok[1:])
+            if e is not None:
+                i += 1
+            elif tok == ")":
+                break
+            elif toks[i + 1] == "=" and (key := self._attr_key(tok)) is not None:
+                if attrs is None:
+                    attrs = {}
+                elif key in attrs:
+                    raise self.error(f"duplicate attribute {key!r} in the call of {op.name}", i)
+                self.i = i + 2
+                attrs[key] = self._attr_value()
+                i = self.i
+                e = None
+            else:
+                self.i = i
+                e = self._atom()
+                if e is None:
+                    self.i = start
+                    return None
+                i = self.i
+            if e is not None:
+                if attrs is not None:
+                    self.i = start
+                    return None
+                args.append(e)
+            tok = toks[i]
+            if tok == ",":
+                i += 1
+            elif tok == ")":
+                break
+            else:
+                self.i = start
+                return None
+        tok = toks[i + 1]
+        if tok == "(" or tok[:1] == ".":
+            self.i = start
+            return None
+        self.i = i + 1
+        return self._make_call(op, args, attrs, start)
+
+    def _make_call(self, op: Expr, args: Sequence[Expr], attrs: dict | None, index: int) -> Call:
+        try:
+            # A tuple is what Call stores; handing it one skips a conversion.
+            return Call(op, tuple(args), attrs)
+        except (TypeError, ValueError) as exc:
+            raise self.error(str(exc), index) from None
+
+    def _sub(self) -> Generator[Any, Any, Expr]:
+        """Parse a sub-expression (helper: ``e = yield from self._sub()``)."""
+        e = self._simple()
+        if e is None:
+            e = yield self._expr()
+        return e
+
+    def _expr(self) -> _Step:
+        toks = self.toks
+        start = self.i
+        tok = toks[start]
+        e = self._atom()
+        if e is None:
+            if tok == "(":
+                e = yield from self._paren()
+            elif tok == "if":
+                e = yield from self._if()
+            elif tok == "fn":
+                e = yield from self._fn()
+            elif tok == "{":
+                self.i += 1
+                e = yield self._block("}")
+                self.expect("}", "to close the block")
+            elif tok == "const" and toks[start + 1] == "(":
+                e = self._inline_const()
+            elif _is_ident(tok) and tok not in _KEYWORDS and toks[start + 1] == "(":
+                op = self._op(tok)
+                self.i += 1
+                args, attrs = yield from self._call_args(op.name)
+                e = self._make_call(op, args, attrs, start)
+            else:
+                raise self.error(f"expected an expression, got {describe_token(tok)}")
+        while True:
+            tok = toks[self.i]
+            if tok == "(":
+                at = self.i
+                args, attrs = yield from self._call_args("the function")
+                e = self._make_call(e, args, attrs, at)
+            elif tok[:1] == "." and tok[1:2].isdigit():
+                try:
+                    e = TupleGetItem(e, int(tok[1:]))
+                except (TypeError, ValueError) as exc:
+                    raise self.error(str(exc)) from None
+                self.i += 1
+            else:
+                return e
+
+    def _call_args(self, callee: str) -> Generator[Any, Any, tuple[list[Expr], dict | None]]:
+        toks = self.toks
+        self.expect("(", f"to open the arguments of {callee}")
+        args: list[Expr] = []
+        attrs: dict[str, Any] | None = None
+        while toks[self.i] != ")":
+            tok = toks[self.i]
+            if toks[self.i + 1] == "=" and (key := self._attr_key(tok)) is not None:
+                if attrs is None:
+                    attrs = {}
+                elif key in attrs:
+                    raise self.error(f"duplicate attribute {key!r} in the call of {callee}")
+                self.i += 2
+                attrs[key] = self._attr_value()
+            else:
+                if attrs is not None:
+                    raise self.error(f"positional argument after attributes in the call of "
+                                     f"{callee}")
+                a = yield from self._sub()
+                args.append(a)
+            tok = toks[self.i]
+            if tok == ",":
+                self.i += 1
+            elif tok != ")":
+                raise self.error(
+                    f"expected ',' or ')' in the arguments of {callee}, got {describe_token(tok)}"
+                )
+        self.i += 1
+        return args, attrs
+
+    def _paren(self) -> Generator[Any, Any, Expr]:
+        toks = self.toks
+        self.i += 1
+        if toks[self.i] == ")":
+            self.i += 1
+            return Tuple(())
+        first = yield from self._sub()
+        if toks[self.i] == ")":
+            self.i += 1
+            return first
+        fields = [first]
+        while toks[self.i] == ",":
+            self.i += 1
+            if toks[self.i] == ")":
+                break
+            f = yield from self._sub()
+            fields.append(f)
+        tok = toks[self.i]
+        if tok != ")":
+            raise self.error(f"expected ',' or ')' in the tuple, got {describe_token(tok)}")
+        self.i += 1
+        return Tuple(tuple(fields))
+
+    def _if(self) -> Generator[Any, Any, Expr]:
+        start = self.i
+        self.i += 1
+        self.expect("(", "after 'if'")
+        cond = yield from self._sub()
+        self.expect(")", "after the condition of 'if'")
+        self.expect("{", "to open the then-branch of 'if'")
+        then = yield self._block("}")
+        self.expect("}", "to close the then-branch of 'if'")
+        self.expect("else", "after the then-branch of 'if' (an 'if' needs both branches)")
+        self.expect("{", "to open the else-branch of 'if'")
+        other = yield self._block("}")
+        self.expect("}", "to close the else-branch of 'if'")
+        try:
+            return If(cond, then, other)
+        except (TypeError, ValueError) as exc:
+            raise self.error(str(exc), start) from None
+
+    def _fn(self) -> Generator[Any, Any, Expr]:
+        toks = self.toks
+        start = self.i
+        self.i += 1
+        mark = len(self.undo)
+        params, attrs = self._params("of the fn")
+        ret_type = None
+        if toks[self.i] == "->":
+            self.i += 1
+            ret_type = self._type()
+        self.expect("{", "to open the body of the fn")
+        body = yield self._block("}")
+        self.expect("}", "to close the body of the fn")
+        self._restore(mark)
+        try:
+            return Function(params, body, ret_type, attrs)
+        except (TypeError, ValueError) as exc:
+            raise self.error(f"bad fn: {exc}", start) from None
+
+    def _block(self, closing: str) -> _Step:
+        """``stmt; stmt; ... result`` up to (not including) ``closing``."""
+        toks = self.toks
+        mark = len(self.undo)
+        lets: list[tuple[Var, Expr]] = []
+        graph = self.graph
+        variables = self.vars
+        undo = self.undo
+        # Graph names cannot be redefined, so leaving the block just drops them.
+        named_here: list[str] = []
+        while True:
+            tok = toks[self.i]
+            if tok[:1] == "%" and toks[self.i + 1] == "=":
+                if not tok[1:2].isdigit():
+                    raise self.error(
+                        f"only graph names like %0 are bound with '='; write 'let {tok} = ...;' "
+                        "to bind a variable"
+                    )
+                if tok in graph:
+                    raise self.error(f"duplicate definition of {tok}")
+                self.i += 2
+                e = self._simple()
+                if e is None:
+                    e = yield self._expr()
+                if toks[self.i] != ";":
+                    raise self.error(f"expected ';' after the definition of {tok}, got "
+                                     f"{describe_token(toks[self.i])}")
+                self.i += 1
+                graph[tok] = e
+                named_here.append(tok)
+            elif tok == "let":
+                self.i += 1
+                tok = toks[self.i]
+                if tok[:1] != "%" or tok[1:2].isdigit():
+                    raise self.error(f"expected a variable name like %x after 'let', got "
+                                     f"{describe_token(tok)}")
+                name = tok[1:] if tok[1:2] != '"' else _decode_name(tok)
+                self.i += 1
+                ty = None
+                if toks[self.i] == ":":
+                    self.i += 1
+                    ty = self._type()
+                if toks[self.i] != "=":
+                    self.expect("=", f"after 'let {tok}'")
+                self.i += 1
+                v = Var(name, ty)
+                if toks[self.i] == "fn":
+                    # A let-bound function may call itself.
+                    self._define(self.vars, name, v)
+                e = self._simple()
+                if e is None:
+                    e = yield self._expr()
+                if toks[self.i] != ";":
+                    raise self.error(f"expected ';' after the value of 'let {tok}', got "
+                                     f"{describe_token(toks[self.i])}")
+                self.i += 1
+                undo.append((variables, name, variables.get(name, _MISSING)))
+                variables[name] = v
+                lets.append((v, e))
+            else:
+                if tok == closing or tok == EOF:
+                    where = "end of input" if tok == EOF else f"'{tok}'"
+                    raise self.error(f"expected an expression before {where}: a block ends with "
+                                     "its result expression (no ';' after it)")
+                e = self._simple()
+                if e is None:
+                    e = yield self._expr()
+                break
+        if toks[self.i] != closing:
+            tok = toks[self.i]
+            if closing == EOF:
+                raise self.error(f"expected end of input after the result expression, got "
+                                 f"{describe_token(tok)} (statements end with ';')")
+            raise self.error(f"expected '{closing}' after the block's result expression, got "
+                             f"{describe_token(tok)} (statements end with ';')")
+        self._restore(mark)
+        for name in named_here:
+            del graph[name]
+        for v, value in reversed(lets):
+            e = Let(v, value, e)
+        return e
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _is_ident(tok: str) -> bool:
+    c = tok[:1]
+    return c.isalpha() or c == "_"
+
+
+def _suffix(tok: str) -> str:
+    m = re.search(r"[fiu]\d+\Z", tok)
+    return m.group(0) if m else ""
+
+
+def _decode_name(tok: str) -> str:
+    """The name in ``%x`` / ``@f`` / ``%"quoted"``."""
+    if tok[1:2] == '"':
+        try:
+            return json.loads(tok[1:])
+        except ValueError:
+            return tok[2:-1]  # an invalid escape: keep the text as written
+    return tok[1:]
+
+
+def _array_from_bytes(
+    raw: bytes, dtype: str, shape: tuple[int, ...], fail: Any, what: str
+) -> np.ndarray:
+    little = np.dtype(dtype).newbyteorder("<")
+    size = int(np.prod(shape, dtype=np.int64))
+    if len(raw) != size * little.itemsize:
+        raise fail(
+            f"{what}: {len(raw)} bytes of data, but {dtype} {shape} needs "
+            f"{size * little.itemsize} bytes"
+        )
+    arr = np.frombuffer(raw, dtype=little).reshape(shape)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def _metadata_arg(metadata: Any) -> dict[int, np.ndarray]:
+    if isinstance(metadata, Mapping):
+        if set(metadata) != {"Constant"}:
+            raise TypeError(
+                "parse: metadata must be a list of arrays or {'Constant': [arrays]}, got a "
+                f"mapping with keys {sorted(map(str, metadata))}"
+            )
+        metadata = metadata["Constant"]
+    if isinstance(metadata, (str, bytes)) or not isinstance(metadata, Sequence):
+        raise TypeError(
+            f"parse: metadata must be a list of arrays or {{'Constant': [arrays]}}, got "
+            f"{type(metadata).__name__}"
+        )
+    out = {}
+    for k, item in enumerate(metadata):
+        if isinstance(item, Constant):
+            item = item.data
+        if not isinstance(item, np.ndarray):
+            raise TypeError(
+                f"parse: metadata[{k}] must be a numpy array, got {type(item).__name__}"
+            )
+        out[k] = item
+    return out
+

@@ -34,16 +34,15 @@ million nodes deep are fine; every node of a DAG is processed once.
 
 from __future__ import annotations
 
-import gc
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .attrs import EMPTY_ATTRS, Attrs
 from .expr import Expr
+from .gcpause import gc_paused
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
@@ -68,7 +67,7 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     if lhs is rhs:
         # Matching every var with itself is always consistent.
         return True
-    with _gc_paused():
+    with gc_paused():
         try:
             _Comparer(map_free_vars, explain=False).compare(lhs, rhs)
         except _Mismatch:
@@ -86,7 +85,7 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
     if lhs is rhs:
         return
     try:
-        with _gc_paused():
+        with gc_paused():
             _Comparer(map_free_vars, explain=True).compare(lhs, rhs)
     except _Mismatch as err:
         raise AssertionError(
@@ -102,24 +101,6 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     process on 64-bit CPython.
     """
     return _Hasher(map_free_vars).value(node) & 0xFFFF_FFFF_FFFF_FFFF
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a comparison.
-
-    A comparison keeps its pending work items alive (each points at its parent, for the
-    error path), a million of them on a deep program; the collector would scan them over
-    and over, which costs as much as the comparison itself. Nothing cyclic is created.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 # -- descriptions for messages ------------------------------------------------------------

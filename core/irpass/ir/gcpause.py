@@ -1,0 +1,27 @@
+"""Pausing Python's cyclic garbage collector while big acyclic graphs are built.
+
+Parsing or printing a million-node program allocates millions of objects
+that all stay alive; each time the collector runs it walks every one of them,
+which made text round trips of big programs up to twice as slow. IR nodes
+never form reference cycles, so pausing the collector loses nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["gc_paused"]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Disable the cyclic collector inside the block; re-enable it after if it was on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

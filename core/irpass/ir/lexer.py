@@ -1,0 +1,93 @@
+"""The tokenizer of the text format.
+
+The whole text is cut into token strings by one regular expression (fast: the
+loop runs in C), and a token's kind is read from its first character. Token
+positions are not stored: they are only needed for error messages, so
+:meth:`Tokens.position` finds them by scanning again.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+
+__all__ = ["Tokens", "EOF", "error_at", "describe_token"]
+
+#: The token after the last one.
+EOF = ""
+
+_TOKENS = r"""
+    (
+      [()\[\]{},;=:]
+    | %\d+                                 # graph name  %3
+    | [%@][A-Za-z_]\w*                     # variable %x, global function @f
+    | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*      # identifier, op name  nn.conv2d
+    | [%@]"(?:[^"\\\n]|\\.)*"              # quoted names %"my var"
+    | "(?:[^"\\\n]|\\.)*"                  # string
+    | ->
+    | -?(?:\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|inf|nan)(?:[fiu]\d+)?(?!\w)   # number
+    | \.\d+                                # tuple index  .0
+    | \#\[
+    | /\*                                  # an unterminated comment
+    | -?\d[\w.]*                           # a malformed number
+    | \S                                   # anything else is an error
+    )
+"""
+_FLAGS = re.VERBOSE | re.DOTALL | re.ASCII
+# Whitespace and comments before each token are skipped; text without any
+# '/' has no comments, and the simpler pattern is a third faster.
+_TOKEN = re.compile(r"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*" + _TOKENS, _FLAGS)
+_TOKEN_NO_COMMENTS = re.compile(r"\s*" + _TOKENS, _FLAGS)
+
+
+class Tokens:
+    """The tokens of ``text[:end]`` (a list of strings ending with :data:`EOF`).
+
+    Positions in messages refer to the whole ``text``.
+    """
+
+    def __init__(self, text: str, filename: str | None = None, end: int | None = None) -> None:
+        self.text = text
+        self.filename = filename
+        self.end = len(text) if end is None else end
+        has_slash = text.find("/", 0, self.end) >= 0
+        self.pattern = _TOKEN if has_slash else _TOKEN_NO_COMMENTS
+        self.toks: list[str] = self.pattern.findall(text, 0, self.end)
+        self.toks.append(EOF)
+
+    def offset(self, index: int) -> int:
+        """Character offset of token ``index`` in the text."""
+        end = 0
+        for k, m in enumerate(self.pattern.finditer(self.text, 0, self.end)):
+            if k == index:
+                return m.start(1)
+            end = m.end(1)
+        # The end-of-input token sits right after the last real token.
+        return end
+
+    def error(self, message: str, index: int) -> ParseError:
+        """A :class:`ParseError` pointing at token ``index``."""
+        return error_at(self.text, self.offset(index), message, self.filename)
+
+
+def error_at(text: str, offset: int, message: str, filename: str | None) -> ParseError:
+    """A :class:`ParseError` at character ``offset`` of ``text`` (1-based line and column)."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    if line_end < 0:
+        line_end = len(text)
+    line = text.count("\n", 0, offset) + 1
+    column = offset - line_start + 1
+    return ParseError(message, line, column, text[line_start:line_end], filename)
+
+
+def describe_token(tok: str) -> str:
+    """How a token is named in messages: ``'%1'``, ``end of input``, ``an unterminated string``."""
+    if tok == EOF:
+        return "end of input"
+    if tok == '"':
+        return "an unterminated string"
+    if tok == "/*":
+        return "an unterminated comment ('/*' without '*/')"
+    return repr(tok)
