@@ -8,29 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from irpass import const, op
-from irpass.ir import Call, Op, TensorType, var
+from irpass.ir import Call, Op, var
+from op_checks import infer, run, t
 
 X = var("x")
 RNG = np.random.default_rng(1)
 
 
-def infer(call: Call, *types: TensorType) -> TensorType:
-    """The call's type relation applied to ``types``."""
-    return call.op.type_rel(tuple(types), call.attrs)
 
-
-def run(call: Call, *arrays: np.ndarray) -> np.ndarray:
-    """Run the kernel; check the result against the type relation."""
-    ty = infer(call, *(TensorType(a.shape, a.dtype.name) for a in arrays))
-    out = call.op.kernel(tuple(arrays), call.attrs)
-    assert isinstance(out, np.ndarray)
-    assert (out.shape, out.dtype.name) == (ty.shape, ty.dtype)
-    return out
-
-
-def t(*shape: int, dtype: str = "float32") -> TensorType:
-    """Shorthand for a tensor type."""
-    return TensorType(shape, dtype)
 
 
 # -- shapes ------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import irpass
 import numpy as np
 import pytest
 from irpass import op
-from irpass.ir import Call, Op, OpPattern, TensorType, TupleType, Type, list_ops, var
+from irpass.ir import Call, Op, OpPattern, list_ops, var
+from op_checks import type_of
 
 RNG = np.random.default_rng(3)
 E, BC, INJ, RED, OEF, OPQ = (
@@ -164,12 +165,6 @@ CASES: dict[str, tuple] = {
     "nn.global_avg_pool2d": (lambda: op.nn.global_avg_pool2d(V[0]), [r(1, 2, 3, 3)]),
 }
 
-
-def type_of(value) -> Type:
-    """The IR type of a numpy array or a tuple of them."""
-    if isinstance(value, tuple):
-        return TupleType(tuple(type_of(v) for v in value))
-    return TensorType(value.shape, value.dtype.name)
 
 
 def read_only(value):

@@ -11,22 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from irpass import op
 from irpass.ir import Call, Constant, TensorType, var
+from op_checks import infer, run
 
 RNG = np.random.default_rng(0)
 
 
-def infer(call: Call, *types: TensorType) -> TensorType:
-    """The call's type relation applied to ``types``."""
-    return call.op.type_rel(tuple(types), call.attrs)
-
-
-def run(call: Call, *arrays: np.ndarray) -> np.ndarray:
-    """Run the call's kernel; check the result against the type relation on the way."""
-    ty = infer(call, *(TensorType(a.shape, a.dtype.name) for a in arrays))
-    out = call.op.kernel(tuple(arrays), call.attrs)
-    assert isinstance(out, np.ndarray)
-    assert (out.shape, out.dtype.name) == (ty.shape, ty.dtype)
-    return out
 
 
 X, Y, Z = var("x"), var("y"), var("z")

@@ -8,34 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from irpass import op
-from irpass.ir import Call, Op, TensorType, Tuple, TupleType, Type, var
+from irpass.ir import Call, Op, TensorType, Tuple, TupleType, var
+from op_checks import infer, run, t
 
 X, Y = var("x"), var("y")
 
 
-def type_of(value) -> Type:
-    """The IR type of a numpy array or a tuple of them."""
-    if isinstance(value, tuple):
-        return TupleType(tuple(type_of(v) for v in value))
-    return TensorType(value.shape, value.dtype.name)
 
 
-def infer(call: Call, *types: Type) -> Type:
-    """The call's type relation applied to ``types``."""
-    return call.op.type_rel(tuple(types), call.attrs)
-
-
-def run(call: Call, *values):
-    """Run the kernel; check the result against the type relation."""
-    ty = infer(call, *(type_of(v) for v in values))
-    out = call.op.kernel(tuple(values), call.attrs)
-    assert type_of(out) == ty
-    return out
-
-
-def t(*shape: int, dtype: str = "float32") -> TensorType:
-    """Shorthand for a tensor type."""
-    return TensorType(shape, dtype)
 
 
 # -- reshape -----------------------------------------------------------------------------------

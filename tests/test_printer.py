@@ -403,12 +403,13 @@ def test_small_tensor_constants_inline():
     assert print_expr(const(np.zeros((0, 3), np.float32))) == "const(float32, (0, 3), [])"
     values = np.array([0.1, -0.0, np.nan, -np.inf], np.float32)
     assert print_expr(const(values)) == "const(float32, (4,), [0.1, -0.0, nan, -inf])"
-    assert INLINE_CONST_MAX == 16
-    assert print_expr(const(np.ones(16, np.float64))).startswith("const(float64, (16,), [1.0, ")
+    assert INLINE_CONST_MAX == 4
+    assert print_expr(const(np.ones(4, np.float64))) == "const(float64, (4,), [1.0, 1.0, 1.0, 1.0])"
+    assert print_expr(const(np.ones(5, np.float64))).startswith("meta[Constant][0]\n")
 
 
 def test_big_constant_goes_to_the_metadata_section():
-    data = np.arange(17, dtype=np.float32).reshape(17)
+    data = np.arange(17, dtype=np.float32).reshape(17)  # > INLINE_CONST_MAX elements
     x = var("x", shape=(17,))
     c = const(data)
     text = main_text(x, body=op.add(op.add(x, c), c))

@@ -92,7 +92,7 @@ __all__ = ["print_expr", "print_module", "type_text", "VERSION", "INLINE_CONST_M
 #: The version written in the header of every printed module.
 VERSION = "irpass 0.1"
 #: Tensors with at most this many elements print inline; bigger ones go to the metadata.
-INLINE_CONST_MAX = 16
+INLINE_CONST_MAX = 4
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _COMPOUND = frozenset({Call, Tuple, TupleGetItem, If, Function, Let})
