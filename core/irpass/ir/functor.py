@@ -307,13 +307,17 @@ class ExprMutator(ExprFunctor):
         return TupleGetItem(value, item.index)
 
     def visit_call(self, call: Call) -> Expr:
+        get = self.memo.get
         op = call.op
-        op = self.memo.get(op) or self.visit(op)
+        new_op = get(op) or self.visit(op)
         args = call.args
-        new_args = self._visit_all(args)
-        if op is call.op and new_args == args:
+        # Inlined fast path of _visit_all: this is the hottest method of every pass.
+        new_args = tuple(map(get, args))
+        if None in new_args:
+            new_args = self._visit_all(args)
+        if new_op is op and new_args == args:
             return call
-        return Call(op, new_args, call.attrs)
+        return Call(new_op, new_args, call.attrs)
 
     def visit_let(self, let: Let) -> Expr:
         """Rewrite a whole chain of lets iteratively (see :meth:`visit_let_binding`)."""
