@@ -297,3 +297,105 @@ def test_million_node_chain_and_let_chain():
     post_order_visit(lets, lambda node: n.__setitem__(0, n[0] + 1))
     # lets, tanh calls, d vars and the add chain (N each), plus x and the two ops
     assert n[0] == 4_000_000 + 3
+
+
+def _if_chain(n, x):
+    """Dataflow through If nodes: e = add(if (c) {e} else {neg(e)}, e)."""
+    c = var("c", shape=(), dtype="bool")
+    e = x
+    for _ in range(n):
+        e = add(If(c, e, neg(e)), e)
+    return e
+
+
+def _let_in_value(n, x):
+    """let v0 = (let v1 = (let v2 = ... in v2) in v1) in v0: lets nested in value position."""
+    e = neg(x)
+    for i in range(n):
+        v = Var(f"v{i}")
+        e = Let(v, e, neg(v))
+    return e
+
+
+def _else_if_ladder(n, x):
+    c = var("c", shape=(), dtype="bool")
+    e = neg(x)
+    for _ in range(n):
+        e = If(c, neg(x), e)
+    return e
+
+
+@pytest.mark.parametrize("build", [_if_chain, _let_in_value, _else_if_ladder])
+def test_if_and_let_nesting_do_not_recurse(build):
+    x = var("x")
+    expr = build(20_000, x)
+    v = Counter()
+    v.visit(expr)
+    assert v.calls > 20_000
+    assert ExprMutator().visit(expr) is expr
+
+    class NegToTanh(ExprMutator):
+        def visit_call(self, call):
+            new = super().visit_call(call)
+            return Call(TANH, new.args) if new.op is NEG else new
+
+    out = NegToTanh().visit(expr)
+    ops = []
+    post_order_visit(out, lambda n: ops.append(n.op) if isinstance(n, Call) else None)
+    assert NEG not in ops and TANH in ops
+
+
+def test_overriding_visit_sees_inner_nodes_of_a_mutator():
+    x = var("x")
+    a = neg(x)
+    root = add(add(a, x), x)
+
+    class ReplaceNeg(ExprMutator):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def visit(self, expr):
+            self.seen.append(expr)
+            if expr is a:
+                return Call(TANH, [x])
+            return super().visit(expr)
+
+    m = ReplaceNeg()
+    out = m.visit(root)
+    assert out.args[0].args[0].op is TANH  # the inner node was replaced
+    assert a in m.seen and root.args[0] in m.seen
+    assert root.args[0].args[0] is a  # input untouched
+
+
+def test_overriding_visit_applies_once_to_the_root():
+    x = var("x")
+    root = neg(neg(x))
+
+    class WrapInAdd(ExprMutator):
+        def visit(self, expr):
+            res = super().visit(expr)
+            return add(res, x) if isinstance(expr, Call) else res
+
+    out = WrapInAdd().visit(root)
+    # Every call is wrapped exactly once: add(neg(add(neg(x), x)), x).
+    assert out.op is ADD and out.args[1] is x
+    inner = out.args[0]
+    assert inner.op is NEG and inner.args[0].op is ADD and inner.args[0].args[0].op is NEG
+    assert inner.args[0].args[0].args[0] is x
+
+
+def test_overriding_visit_sees_inner_nodes_of_a_visitor():
+    x = var("x")
+    a = neg(x)
+    root = add(add(a, x), a)
+    seen = []
+
+    class Record(ExprVisitor):
+        def visit(self, expr):
+            seen.append(expr)
+            super().visit(expr)
+
+    Record().visit(root)
+    assert a in seen and root.args[0] in seen
+    assert {s for s in seen if isinstance(s, Call)} == {a, root.args[0], root}

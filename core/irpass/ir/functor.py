@@ -1,18 +1,26 @@
 """Traversal of expressions: ExprFunctor, ExprVisitor, ExprMutator, post_order_visit.
 
 Programs can be a million nodes deep, far past Python's recursion limit, so
-the traversals never recurse along the two ways a program grows deep:
+the traversals never recurse along the ways a program grows deep:
 
-* dataflow chains (``Call``, ``Tuple``, ``TupleGetItem``) are walked with an
+* dataflow nodes (``Call``, ``Tuple``, ``TupleGetItem``), ``If`` (its
+  condition and branches) and the value of a ``Let`` are walked with an
   explicit stack in post-order before the node's own ``visit_*`` method runs,
   so when ``visit_call`` asks for ``self.visit(arg)`` the answer is already
-  memoized (TVM's ``MixedModeVisitor`` works the same way);
-* ``let`` chains are walked with a loop in the default ``visit_let``; override
-  :meth:`ExprVisitor.visit_let_binding` / :meth:`ExprMutator.visit_let_binding`
-  to act on each binding of a chain.
+  memoized (TVM's ``MixedModeVisitor`` works the same way for dataflow nodes);
+* ``let`` chains (a let whose body is a let ...) are walked with a loop in the
+  default ``visit_let``; override :meth:`ExprVisitor.visit_let_binding` /
+  :meth:`ExprMutator.visit_let_binding` to act on each binding of a chain,
+  for instance to substitute a var before the body is visited.
 
-Everything else (function bodies, ``if`` branches) recurses, which is bounded
-by how deeply the program nests scopes, not by its size.
+Only function bodies recurse (a closure inside a closure ...), which is
+bounded by how deeply the program nests functions, not by its size.
+
+Because children are visited before the parent's method runs, override
+``visit_*`` to change how a node is rebuilt, not to skip visiting some of its
+children. Overriding ``visit`` itself works too (TVM's Python idiom): it is
+called for every node, inner ones included, and what it returns is what the
+parent sees.
 
 Every sub-expression of a DAG is visited once: both classes memoize by node
 identity.
@@ -42,7 +50,53 @@ _METHOD_OF: dict[type, str] = {
     Op: "visit_op",
 }
 
-_DATAFLOW = frozenset({Call, Tuple, TupleGetItem})
+# Node kinds whose children are walked with the explicit stack (for Let: its value only,
+# so visit_let_binding still runs before the body is visited).
+_EXPANDED = frozenset({Call, Tuple, TupleGetItem, If, Let})
+
+
+def _post_order(root: Expr, done: set[Expr] | dict[Expr, Expr]) -> Any:
+    """Yield ``root`` and the expanded nodes below it that are not ``done``, children first.
+
+    The consumer marks each yielded node done before asking for the next one.
+    """
+    # A None on the stack marks the node under it as ready: its children are done.
+    stack: list[Expr | None] = [root]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node = pop()
+        if node is None:
+            node = pop()
+            if node not in done:
+                yield node
+            continue
+        if node in done:
+            continue
+        push(node)
+        push(None)
+        t = type(node)
+        if t is Call:
+            for child in reversed(node.args):
+                if type(child) in _EXPANDED and child not in done:
+                    push(child)
+            child = node.op
+        elif t is Tuple:
+            for child in reversed(node.fields):
+                if type(child) in _EXPANDED and child not in done:
+                    push(child)
+            continue
+        elif t is TupleGetItem:
+            child = node.tuple_value
+        elif t is If:
+            for child in (node.false_branch, node.true_branch):
+                if type(child) in _EXPANDED and child not in done:
+                    push(child)
+            child = node.cond
+        else:  # Let
+            child = node.value
+        if type(child) in _EXPANDED and child not in done:
+            push(child)
 
 
 class ExprFunctor:
@@ -86,10 +140,17 @@ class ExprVisitor(ExprFunctor):
     base method (``super().visit_call(call)``).
     """
 
+    _custom_visit = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._custom_visit = cls.visit is not ExprVisitor.visit
+
     def __new__(cls, *args: Any, **kwargs: Any) -> ExprVisitor:
         self = super().__new__(cls)
         # In __new__ so a subclass that forgets super().__init__() still works.
         self._visited = set()
+        self._direct = None
         return self
 
     def visit(self, expr: Expr) -> None:
@@ -98,9 +159,10 @@ class ExprVisitor(ExprFunctor):
         if expr in visited:
             return
         t = type(expr)
-        if t in _DATAFLOW:
-            self._visit_dataflow(expr)
+        if t in _EXPANDED and expr is not self._direct:
+            self._visit_expanded(expr)
             return
+        self._direct = None
         visited.add(expr)
         try:
             method = self._vtable[t]
@@ -108,41 +170,20 @@ class ExprVisitor(ExprFunctor):
             raise TypeError(f"{type(self).__name__} cannot visit {t.__name__} {expr!r}") from None
         method(self, expr)
 
-    def _visit_dataflow(self, root: Expr) -> None:
+    def _visit_expanded(self, root: Expr) -> None:
         visited = self._visited
         vtable = self._vtable
-        # A None on the stack marks the node under it as ready: its children are done.
-        stack: list[Expr | None] = [root]
-        push = stack.append
-        pop = stack.pop
-        while stack:
-            node = pop()
-            if node is None:
-                node = pop()
-                if node not in visited:
-                    visited.add(node)
-                    vtable[type(node)](self, node)
-                continue
-            if node in visited:
-                continue
-            push(node)
-            push(None)
-            t = type(node)
-            if t is Call:
-                for child in reversed(node.args):
-                    if type(child) in _DATAFLOW and child not in visited:
-                        push(child)
-                child = node.op
-                if type(child) in _DATAFLOW and child not in visited:
-                    push(child)
-            elif t is Tuple:
-                for child in reversed(node.fields):
-                    if type(child) in _DATAFLOW and child not in visited:
-                        push(child)
+        custom = self._custom_visit
+        for node in _post_order(root, visited):
+            if custom and node is not root:
+                # Let an overriding visit() see inner nodes too; `_direct` tells the
+                # base visit() that this node's children are done.
+                self._direct = node
+                self.visit(node)
+                visited.add(node)
             else:
-                child = node.tuple_value
-                if type(child) in _DATAFLOW and child not in visited:
-                    push(child)
+                visited.add(node)
+                vtable[type(node)](self, node)
 
     def visit_var(self, var: Var) -> None:
         pass
@@ -211,9 +252,16 @@ class ExprMutator(ExprFunctor):
 
     memo: dict[Expr, Expr]
 
+    _custom_visit = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._custom_visit = cls.visit is not ExprMutator.visit
+
     def __new__(cls, *args: Any, **kwargs: Any) -> ExprMutator:
         self = super().__new__(cls)
         self.memo = {}
+        self._direct = None
         return self
 
     def visit(self, expr: Expr) -> Expr:
@@ -223,8 +271,9 @@ class ExprMutator(ExprFunctor):
         if result is not None:
             return result
         t = type(expr)
-        if t in _DATAFLOW:
-            return self._visit_dataflow(expr)
+        if t in _EXPANDED and expr is not self._direct:
+            return self._visit_expanded(expr)
+        self._direct = None
         try:
             method = self._vtable[t]
         except KeyError:
@@ -233,40 +282,19 @@ class ExprMutator(ExprFunctor):
         memo[expr] = result
         return result
 
-    def _visit_dataflow(self, root: Expr) -> Expr:
+    def _visit_expanded(self, root: Expr) -> Expr:
         memo = self.memo
         vtable = self._vtable
-        # A None on the stack marks the node under it as ready: its children are done.
-        stack: list[Expr | None] = [root]
-        push = stack.append
-        pop = stack.pop
-        while stack:
-            node = pop()
-            if node is None:
-                node = pop()
-                if node not in memo:
-                    memo[node] = vtable[type(node)](self, node)
-                continue
-            if node in memo:
-                continue
-            push(node)
-            push(None)
-            t = type(node)
-            if t is Call:
-                for child in reversed(node.args):
-                    if type(child) in _DATAFLOW and child not in memo:
-                        push(child)
-                child = node.op
-                if type(child) in _DATAFLOW and child not in memo:
-                    push(child)
-            elif t is Tuple:
-                for child in reversed(node.fields):
-                    if type(child) in _DATAFLOW and child not in memo:
-                        push(child)
+        custom = self._custom_visit
+        for node in _post_order(root, memo):
+            if custom and node is not root:
+                # Let an overriding visit() rewrite inner nodes too; what it returns
+                # is what the parents see. `_direct` tells the base visit() that this
+                # node's children are done.
+                self._direct = node
+                memo[node] = self.visit(node)
             else:
-                child = node.tuple_value
-                if type(child) in _DATAFLOW and child not in memo:
-                    push(child)
+                memo[node] = vtable[type(node)](self, node)
         return memo[root]
 
     def _visit_all(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
