@@ -91,4 +91,13 @@ def test_free_vars_in_order_of_appearance():
 
     a, b, c, t = (Var(n) for n in "abct")
     expr = Tuple([b, Let(t, a, Tuple([t, c])), Function([c], c)])
-    assert free_vars(expr) == [b, a]
+    # c is used in the let body outside the function that binds it: free there.
+    assert free_vars(expr) == [b, a, c]
+    assert free_vars(Tuple([b, Let(t, a, t), Function([c], c)])) == [b, a]
+
+
+def test_modules_copy_as_themselves():
+    import copy
+
+    mod = IRModule({"main": _fn()})
+    assert copy.copy(mod) is mod and copy.deepcopy(mod) is mod

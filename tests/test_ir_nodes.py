@@ -1,5 +1,7 @@
 """Construction, validation and immutability of types, attrs, nodes and ops."""
 
+import re
+
 import numpy as np
 import pytest
 from irpass.ir import (
@@ -111,7 +113,7 @@ def test_attrs_are_immutable_hashable_and_normalized():
 
 
 def test_attrs_reject_unsupported_values():
-    with pytest.raises(TypeError, match="attribute 'f'"):
+    with pytest.raises(TypeError, match=r"attribute attrs\['f'\] must be None"):
         Attrs({"f": object()})
     with pytest.raises(TypeError, match="names must be strings"):
         Attrs({1: 2})
@@ -147,6 +149,93 @@ def test_op_registry_lookup_and_errors():
         register_op(
             "test.nodes.bad2", num_inputs=1, type_rel=_rel_first, kernel=_kernel_first, pattern=99
         )
+
+
+def _register(name, attrs=()):
+    return register_op(
+        name,
+        num_inputs=1,
+        type_rel=_rel_first,
+        kernel=_kernel_first,
+        pattern=OpPattern.ELEMWISE,
+        attrs=attrs,
+        owner="tests",
+    )
+
+
+def test_register_op_leaves_the_callers_attr_fields_alone():
+    shared = AttrField("sizes", attr_ints, [3, 4])
+    first = _register("test.nodes.shared1", (shared,))
+    second = _register("test.nodes.shared2", (shared,))
+    assert shared.default == [3, 4]  # the caller's field is not converted in place
+    assert first.attr_default("sizes") == (3, 4) == second.attr_default("sizes")
+    assert first.attr_fields[0] is not shared
+
+
+def test_register_op_with_a_bad_default_changes_nothing():
+    good = AttrField("sizes", attr_ints, [1])
+    bad = AttrField("axis", attr_int, "zero")
+    with pytest.raises(TypeError, match=r"test.nodes.baddefault.axis must be an int"):
+        _register("test.nodes.baddefault", (good, bad))
+    assert good.default == [1]
+    with pytest.raises(ValueError, match="unknown op"):
+        Op.get("test.nodes.baddefault")
+
+
+def test_attr_ints_accepts_one_int_and_says_so():
+    assert attr_ints(3, "w") == (3,) and attr_ints(np.array([1, 2]), "w") == (1, 2)
+    with pytest.raises(TypeError, match=r"w must be an int or a sequence of ints, got 'x'"):
+        attr_ints("x", "w")
+
+
+@pytest.mark.parametrize(
+    "name,words",
+    [
+        ("contrib.my-op", "not a dotted identifier"),
+        ("test.nodes.my op", "not a dotted identifier"),
+        ("1op", "not a dotted identifier"),
+        ("test..nodes", "not a dotted identifier"),
+        ("test.nodes.", "not a dotted identifier"),
+        (".relu", "not a dotted identifier"),
+        ("test.2d", "not a dotted identifier"),
+        ("test.nod\u00e9", "not a dotted identifier"),
+        ("fn", "reserved word"),
+        ("let", "reserved word"),
+        ("meta", "reserved word"),
+        ("const", "reserved word"),
+        ("Tensor", "reserved word"),
+        ("None", "reserved word"),
+        ("True", "reserved word"),
+        ("inf", "reserved word"),
+        ("nan", "reserved word"),
+        ("inff32", "reserved word"),
+        ("float32", "reserved word"),
+        ("uint8", "reserved word"),
+        ("bool", "reserved word"),
+    ],
+)
+def test_register_op_rejects_names_the_text_format_cannot_read(name, words):
+    with pytest.raises(ValueError, match=f"op name {re.escape(repr(name))} .*{words}"):
+        _register(name)
+    with pytest.raises(ValueError, match="unknown op"):
+        Op.get(name)
+
+
+def test_reserved_op_names_cover_the_parser_keywords():
+    from irpass.ir import op as op_module
+    from irpass.ir import parser
+
+    assert parser._KEYWORDS <= op_module.RESERVED_NAMES
+
+
+@pytest.mark.parametrize("name", ["test.nodes.fn", "test.nodes.float32", "_test_infinity", "t.x_1"])
+def test_accepted_op_names_read_back_from_text(name):
+    from irpass.ir import IRModule, parse
+
+    op = _register(name)
+    x = var("x", shape=(2,))
+    mod = IRModule.from_expr(Function([x], Call(op, [x])))
+    assert parse(str(mod))["main"].body.op is op
 
 
 def test_call_checks_attrs_against_the_op_schema():
@@ -281,3 +370,47 @@ def test_constant_keeps_native_byte_order():
     c = Constant(big_endian)
     assert c.data.dtype.isnative and c.data.dtype.name == "float32"
     np.testing.assert_array_equal(c.data, [0.0, 1.0, 2.0, 3.0])
+
+
+def test_constant_cannot_be_changed_through_the_callers_array():
+    a = np.zeros(3, np.float32)
+    a.setflags(write=False)
+    c = Constant(a)
+    a.setflags(write=True)
+    a[0] = 42.0
+    assert c.data[0] == 0.0
+    with pytest.raises(ValueError):
+        c.data.setflags(write=True)
+    shared = Constant(c.data)  # another constant's data is shared, not copied
+    assert shared.data.base is c.data.base
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        (2**40, r"const\(1099511627776\): value does not fit int32.*dtype='int64'"),
+        ("abc", r"const\('abc'\): unsupported dtype"),
+        ([1, [2, 3]], r"const\(\[1, \[2, 3\]\]\): not a tensor value"),
+    ],
+)
+def test_const_rejects_values_it_cannot_represent(value, words):
+    with pytest.raises(ValueError, match=words):
+        const(value)
+    assert const(2**40, dtype="int64").data.item() == 2**40
+
+
+def test_attrs_copy_and_name_their_owner_in_errors():
+    import copy
+
+    a = Attrs({"axis": 1})
+    assert copy.copy(a) is a and copy.deepcopy(a) is a
+    with pytest.raises(TypeError, match=r"Function.attrs: attribute names must be strings"):
+        Function([], const(1.0), attrs={1: 2})
+    with pytest.raises(TypeError, match=r"Function.attrs\['f'\]"):
+        Function([], const(1.0), attrs={"f": object()})
+
+
+def test_checked_type_error_describes_the_node():
+    x = var("x", shape=(2,))
+    with pytest.raises(ValueError, match=r"checked_type of test.nodes.ident\(%x"):
+        _ = Call(TEST_OP, [x], {"sizes": [1]}).checked_type

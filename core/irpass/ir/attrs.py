@@ -32,7 +32,7 @@ def normalize_attr_value(value: Any, field: str) -> Any:
     if isinstance(value, np.ndarray) and value.ndim <= 1:
         return normalize_attr_value(value.tolist(), field)
     raise TypeError(
-        f"attribute {field!r} must be None, bool, int, float, str or a tuple of those, "
+        f"attribute {field} must be None, bool, int, float, str or a tuple of those, "
         f"got {type(value).__name__} {value!r}"
     )
 
@@ -42,15 +42,15 @@ class Attrs(Mapping[str, Any]):
 
     __slots__ = ("_items", "_hash", "_schema_key")
 
-    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, values: Mapping[str, Any] | None = None, where: str = "attrs") -> None:
         items: dict[str, Any] = {}
         if values is not None:
             if not isinstance(values, Mapping):
-                raise TypeError(f"attrs must be a mapping of names to values, got {values!r}")
+                raise TypeError(f"{where} must be a mapping of names to values, got {values!r}")
             for key, value in values.items():
                 if not isinstance(key, str):
-                    raise TypeError(f"attribute names must be strings, got {key!r}")
-                items[key] = normalize_attr_value(value, key)
+                    raise TypeError(f"{where}: attribute names must be strings, got {key!r}")
+                items[key] = normalize_attr_value(value, f"{where}[{key!r}]")
         object.__setattr__(self, "_items", items)
         object.__setattr__(self, "_hash", None)
         # Set by Op.make_attrs: the op whose schema these attrs were checked
@@ -67,6 +67,10 @@ class Attrs(Mapping[str, Any]):
         return len(self._items)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            # Private and dunder lookups (copy, pickle) must not reach _items,
+            # which may not exist yet.
+            raise AttributeError(name)
         try:
             return self._items[name]
         except KeyError:
@@ -78,6 +82,8 @@ class Attrs(Mapping[str, Any]):
         raise AttributeError("Attrs are immutable; use attrs.replace(...) to build new ones")
 
     def __eq__(self, other: object) -> bool:
+        # Python equality of the values: 1 == 1.0 == True here, while structural
+        # equality (irpass.structural_equal) also compares the values' kinds.
         if isinstance(other, Attrs):
             return self._items == other._items
         if isinstance(other, Mapping):
@@ -90,6 +96,12 @@ class Attrs(Mapping[str, Any]):
             h = hash(tuple(sorted(self._items.items())))
             object.__setattr__(self, "_hash", h)
         return h
+
+    def __copy__(self) -> Attrs:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Attrs:
+        return self
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self._items.items())

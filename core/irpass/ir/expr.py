@@ -55,8 +55,10 @@ class Expr:
         """The type inferred for this node; an error before type inference ran."""
         t = self._checked_type
         if t is None:
+            from .describe import describe
+
             raise ValueError(
-                f"checked_type of this {type(self).__name__} is not available: run "
+                f"checked_type of {describe(self)} is not available: run "
                 "irpass.ir.infer_type (or the InferType pass) on the module first"
             )
         return t

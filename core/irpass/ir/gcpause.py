@@ -4,6 +4,10 @@ Parsing or printing a million-node program allocates millions of objects
 that all stay alive; each time the collector runs it walks every one of them,
 which made text round trips of big programs up to twice as slow. IR nodes
 never form reference cycles, so pausing the collector loses nothing.
+
+The switch is process-wide: when two threads pause at once, the first to
+finish turns the collector back on while the other still runs. That only
+costs the other thread speed, never correctness.
 """
 
 from __future__ import annotations

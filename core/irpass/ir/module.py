@@ -50,6 +50,12 @@ class IRModule:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("IRModule is immutable; use with_function / update to build a new one")
 
+    def __copy__(self) -> IRModule:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> IRModule:
+        return self
+
     @staticmethod
     def from_expr(expr: Expr) -> IRModule:
         """A module whose ``main`` is ``expr``.

@@ -10,6 +10,7 @@ tuples; attributes as :class:`~irpass.ir.attrs.Attrs`.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Any
@@ -36,6 +37,11 @@ __all__ = [
     "var",
     "const",
 ]
+
+
+# The arrays Constant created to hold constant data, by id (ndarrays are not
+# hashable), so a Constant built from another's data can share it without copying.
+_OWNED_STORAGE: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 
 def _check_expr(value: Any, where: str) -> Expr:
@@ -81,7 +87,12 @@ class Var(Expr):
 
 
 class GlobalVar(Expr):
-    """The name of a function in an :class:`~irpass.ir.module.IRModule` (compared by name)."""
+    """The name of a function in an :class:`~irpass.ir.module.IRModule`.
+
+    Structural equality compares global vars by name; as Python objects (``==``,
+    ``hash``, dict keys) they compare by identity like every node, so look
+    functions up through the module (``mod["f"]``, ``mod[gv]``), which goes by name.
+    """
 
     __slots__ = ("name_hint",)
 
@@ -98,7 +109,13 @@ class GlobalVar(Expr):
 
 
 class Constant(Expr):
-    """A constant tensor. ``data`` is a read-only numpy array owned by the node."""
+    """A constant tensor. ``data`` is a read-only numpy array owned by the node.
+
+    The node keeps a private copy of the array it is given (its owner can no
+    longer change the constant), exposed as a read-only view, which numpy will
+    not make writable again. Building a constant from another constant's
+    ``data`` shares the storage instead of copying.
+    """
 
     __slots__ = ("data",)
 
@@ -112,13 +129,18 @@ class Constant(Expr):
                 f"Constant.data: unsupported dtype {data.dtype.name!r}; "
                 f"expected one of {sorted(SUPPORTED_DTYPES)}"
             )
-        if not data.dtype.isnative:
+        base = data.base
+        if (
+            base is None
+            or _OWNED_STORAGE.get(id(base)) is not base
+            or not data.flags.c_contiguous
+        ):
             # Byte order is storage, not value: keep one (native) representation.
-            data = data.astype(data.dtype.newbyteorder("="))
-        if data.flags.writeable or not data.flags.c_contiguous:
-            # Own a private, read-only copy so nobody can change the constant later.
-            data = np.array(data, copy=True, order="C")
-            data.setflags(write=False)
+            dtype = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
+            storage = np.array(data, dtype=dtype, copy=True, order="C")
+            storage.setflags(write=False)
+            _OWNED_STORAGE[id(storage)] = storage
+            data = storage.view()
         _set(self, "_checked_type", None)
         _set(self, "data", data)
 
@@ -313,7 +335,7 @@ class Function(Expr):
         if attrs is None:
             attrs = EMPTY_ATTRS
         elif not isinstance(attrs, Attrs):
-            attrs = Attrs(attrs)
+            attrs = Attrs(attrs, "Function.attrs")
         _set(self, "_checked_type", None)
         _set(self, "params", params)
         _set(self, "body", body)
@@ -352,18 +374,32 @@ def const(value: Any, dtype: str | None = None) -> Constant:
     """A :class:`Constant` from a number, a (nested) list or an array.
 
     Without ``dtype``: Python floats become float32, ints int32 and bools
-    bool (as in TVM); numpy arrays keep their dtype.
+    bool (as in TVM); numpy arrays keep their dtype. An int that does not fit
+    int32 is an error asking for an explicit ``dtype``.
     """
-    if dtype is not None:
-        data = np.asarray(value, dtype=normalize_dtype(dtype))
-    elif isinstance(value, np.ndarray):
-        data = value
-    elif isinstance(value, (np.generic,)):
-        data = np.asarray(value)
-    else:
-        data = np.asarray(value)
-        if data.dtype == np.float64:
-            data = data.astype(np.float32)
-        elif data.dtype == np.int64:
-            data = data.astype(np.int32)
+    try:
+        if dtype is not None:
+            data = np.asarray(value, dtype=normalize_dtype(dtype, "const(dtype=...)"))
+        elif isinstance(value, (np.ndarray, np.generic)):
+            data = np.asarray(value)
+        else:
+            data = np.asarray(value)
+            if data.dtype == np.float64:
+                data = data.astype(np.float32)
+            elif data.dtype == np.int64:
+                if data.size and (data.min() < -(2**31) or data.max() >= 2**31):
+                    raise ValueError(
+                        f"const({value!r}): value does not fit int32, the default for Python "
+                        "ints; pass dtype='int64'"
+                    )
+                data = data.astype(np.int32)
+    except (TypeError, ValueError, OverflowError) as err:
+        if str(err).startswith("const("):
+            raise
+        raise ValueError(f"const({value!r}): not a tensor value: {err}") from None
+    if data.dtype.name not in SUPPORTED_DTYPES:
+        raise ValueError(
+            f"const({value!r}): unsupported dtype {data.dtype.name!r}; "
+            f"expected numbers or bools (one of {sorted(SUPPORTED_DTYPES)})"
+        )
     return Constant(data)

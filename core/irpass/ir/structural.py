@@ -15,9 +15,11 @@ same values everywhere, with these rules (those of TVM's ``StructuralEqual``):
   variables.
 * ``GlobalVar`` compares by name, ``Op`` by identity, ``Constant`` by dtype,
   shape and values.
-* Sharing does not matter: a DAG that shares a node equals a tree that repeats
-  it. Pairs already matched are remembered, so comparing a DAG with an equal
-  DAG takes time linear in its number of nodes.
+* Sharing of nodes that bind nothing does not matter: a DAG that shares a call
+  equals a tree that repeats it. A shared node that binds vars (a ``Function``
+  used twice) is one binding site, so it does not equal two copies with fresh
+  params (as in TVM). Pairs already matched are remembered, so comparing a DAG
+  with an equal DAG takes time linear in its number of nodes.
 
 ``structural_hash`` is consistent with equality (equal programs hash alike,
 also across renaming and with ``map_free_vars``) and deterministic across
