@@ -132,14 +132,16 @@ def test_conv2d_int8_with_int32_out_dtype() -> None:
             (1, 3, 8, 8),
             (4, 1, 3, 3),
             ValueError,
-            "data has 3 channels, not divisible by groups 2",
+            r"data has 3 channels, not divisible by groups 2 \(data_layout NCHW, "
+            r"kernel_layout OIHW, groups 2\)",
         ),
         (
             {"groups": 2},
             (1, 4, 8, 8),
             (3, 2, 3, 3),
             ValueError,
-            "weight has 3 output channels, not divisible by groups 2",
+            r"weight has 3 output channels, not divisible by groups 2 \(data_layout NCHW, "
+            r"kernel_layout OIHW, groups 2\)",
         ),
         (
             {"channels": 5},
@@ -235,6 +237,8 @@ POOL_CASES = [
     ((8, 8), (3, 3), (3, 3), (1, 1, 1, 1), (1, 1), True, (3, 3)),
     # the sixth window starts at 9 (input), covers padding at 10 and overhangs at 11
     ((10, 10), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), True, (6, 6)),
+    # PyTorch/ONNX drop the window at 6 (past the input); TVM would keep it: 3x3
+    ((5, 5), (1, 1), (3, 3), (0, 0, 0, 0), (1, 1), True, (2, 2)),
 ]
 
 
@@ -283,6 +287,46 @@ def test_pool_integer_dtypes() -> None:
     avg = run(op.nn.avg_pool2d(X, 2), np.array([[[[1, 2], [4, 8]]]], "int8"))
     assert avg.dtype == np.int8 and avg.item() == 3  # 15 / 4 truncated
     assert run(op.nn.max_pool2d(X, 2), np.array([[[[-5, -6], [-7, -8]]]], "int8")).item() == -5
+
+
+def test_ceil_mode_docs_state_the_difference_from_tvm() -> None:
+    from irpass.op.nn import _window, pool
+
+    for module in (_window, pool):
+        doc = " ".join(module.__doc__.split())
+        assert "as in TVM" not in doc
+        assert "5x5" in doc and "2x2 here" in doc and "3x3 in TVM" in doc
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_integer_avg_pool_is_exact_for_64_bit_values(dtype) -> None:
+    # float64 holds integers exactly only up to 2**53; these need all 64 bits
+    big = 2**62 if dtype == "int64" else 2**64 - 8
+    x = np.array([[[[big + 1, big + 3], [big + 6, big + 7]]]], dtype=dtype)
+    pairs = run(op.nn.avg_pool2d(X, (1, 2)), x)
+    assert pairs.dtype == np.dtype(dtype)
+    assert pairs[0, 0, :, 0].tolist() == [big + 2, big + 6]  # (2b+4)/2, (2b+13)/2 truncated
+    whole = run(op.nn.global_avg_pool2d(X), x)
+    assert whole.item() == big + 4  # (4b + 17) / 4 truncated
+    padded = run(op.nn.avg_pool2d(X, 2, padding=(0, 1), count_include_pad=True), x)
+    # windows over columns {-1, 0}, {0, 1}, {1, 2}; padding counts in every divisor
+    expected = [(2 * big + 7) // 4, (4 * big + 17) // 4, (2 * big + 10) // 4]
+    assert padded[0, 0, 0].tolist() == expected
+
+
+def test_integer_avg_pool_truncates_negative_averages_toward_zero() -> None:
+    x = np.array([[[[-2**62 - 1, -2**62 - 2], [-7, 2]]]], dtype="int64")
+    out = run(op.nn.avg_pool2d(X, (1, 2)), x)
+    assert out[0, 0, :, 0].tolist() == [-2**62 - 1, -2]  # -(2**63 + 3) / 2 and -5 / 2
+    assert run(op.nn.global_avg_pool2d(X), x).item() == -(2**63 + 8) // 4
+
+
+def test_tap_slices_select_each_taps_input_positions() -> None:
+    from irpass.op.nn._window import tap_slices
+
+    # tap (1, 2) of a dilation-(2, 1) kernel, strides (3, 2), 2x3 outputs
+    rows, cols = tap_slices((1, 2), (3, 2), (2, 1), (2, 3))
+    assert list(range(12))[rows] == [2, 5] and list(range(12))[cols] == [2, 4, 6]
 
 
 def test_pool_out_layout_and_errors() -> None:
@@ -443,3 +487,30 @@ def test_dropout_is_identity_copy() -> None:
     assert not np.shares_memory(out, x)
     with pytest.raises(ValueError, match=r"nn.dropout.rate must be in \[0, 1\), got 1.0"):
         op.nn.dropout(X, rate=1.0)
+
+
+# -- example models ----------------------------------------------------------------------------
+
+
+def test_resnet_conv_weights_have_the_same_scale_in_both_layouts() -> None:
+    """Both layouts draw the same numbers in the same order; with the right fan_in
+    (kh * kw * in channels, whatever the layout) they are scaled alike."""
+    from irpass.ir.functor import post_order_visit
+    from irpass.testing.models import resnet
+
+    def conv_weights(layout: str) -> list[np.ndarray]:
+        found: list[np.ndarray] = []
+
+        def visit(node) -> None:
+            if isinstance(node, Call) and node.op is op.get("nn.conv2d"):
+                found.append(node.args[1].data)
+
+        mod = resnet(image_size=8, channels=4, num_blocks=1, layout=layout)
+        post_order_visit(mod["main"], visit)
+        return found
+
+    nchw, nhwc = conv_weights("NCHW"), conv_weights("NHWC")
+    assert len(nchw) == len(nhwc) == 3
+    for a, b in zip(nchw, nhwc, strict=True):
+        assert b.shape == (a.shape[2], a.shape[3], a.shape[1], a.shape[0])
+        np.testing.assert_array_equal(np.sort(a, axis=None), np.sort(b, axis=None))

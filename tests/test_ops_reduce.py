@@ -30,7 +30,9 @@ SHAPE_CASES = [
     ((0, 2), True, False, (1, 3, 1)),
     ((0, 2), False, True, (2, 4)),
     (1, True, True, (1, 3, 1)),
-    ((), False, False, (2, 3, 4)),
+    # an empty axis list reduces every axis, with or without exclude (Relay)
+    ((), False, False, ()),
+    ([], True, False, (1, 1, 1)),
     ((), False, True, ()),
     (None, False, True, ()),  # Relay ignores exclude without an axis
 ]
@@ -55,6 +57,15 @@ def test_reduce_kernels_match_numpy(name, axis) -> None:
     np.testing.assert_allclose(out, expected, rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", sorted(REFS))
+@pytest.mark.parametrize("exclude", [False, True])
+def test_empty_axis_list_reduces_every_axis(name, exclude) -> None:
+    x = (RNG.random((2, 3)) + 0.5).astype("float64")
+    out = run(getattr(op, name)(X, axis=[], exclude=exclude), x)
+    assert out.shape == ()
+    np.testing.assert_allclose(out, REFS[name](x))
+
+
 def test_exclude_reduces_the_other_axes() -> None:
     x = RNG.random((2, 3, 4)).astype("float64")
     out = run(op.sum(X, axis=1, exclude=True), x)
@@ -73,7 +84,8 @@ def test_sum_shape_matches_numpy(shape, data, keepdims) -> None:
     )
     x = np.ones(shape, dtype="float32")
     out = run(op.sum(X, axis=tuple(axes), keepdims=keepdims), x)
-    assert out.shape == np.sum(x, axis=tuple(axes), keepdims=keepdims).shape
+    # numpy reduces nothing over axis=(); Relay (and irpass) reduce everything
+    assert out.shape == np.sum(x, axis=tuple(axes) or None, keepdims=keepdims).shape
 
 
 def test_integer_sum_keeps_dtype_and_wraps() -> None:

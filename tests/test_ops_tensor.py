@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import irpass
@@ -236,6 +237,59 @@ def test_clip() -> None:
     assert out.tolist() == [-1.0, -0.5, 0.25, 1.0]
     ints = run(op.clip(X, 0, 10), np.array([-5, 5, 50], dtype="int8"))
     assert ints.tolist() == [0, 5, 10] and ints.dtype == np.int8
+
+
+def test_clip_keeps_64_bit_integers_exact() -> None:
+    big = np.array([2**60 + 1, -(2**62) - 3, 7], dtype="int64")
+    assert run(op.clip(X, -1.0e30, 1.0e30), big).tolist() == big.tolist()
+    assert run(op.clip(X, -1.0, 1e30), big).tolist() == [2**60 + 1, -1, 7]
+    top = np.array([2**64 - 1, 2**64 - 3, 0], dtype="uint64")
+    out = run(op.clip(X, 1.0, float("inf")), top)
+    assert out.dtype == np.uint64 and out.tolist() == [2**64 - 1, 2**64 - 3, 1]
+
+
+@pytest.mark.parametrize(
+    "dtype,a_min,a_max,expected",
+    [
+        ("int32", -1.5, 1.5, [-1, -1, -1, 0, 1, 1, 1]),  # bounds rounded inward
+        ("int32", 0.5, 2.5, [1, 1, 1, 1, 1, 2, 2]),
+        ("int8", -1e9, 1e9, [-3, -2, -1, 0, 1, 2, 3]),  # beyond the dtype: no bound
+        ("int8", 200.0, 300.0, [127] * 7),  # the whole interval above the dtype
+        ("int8", float("-inf"), -0.5, [-3, -2, -1, -1, -1, -1, -1]),
+        ("int8", 0.2, 0.8, [0] * 7),  # no integer inside: float clip truncated
+        ("int8", -2.8, -2.2, [-2] * 7),
+    ],
+)
+def test_clip_integer_bounds(dtype, a_min, a_max, expected) -> None:
+    x = np.arange(-3, 4).astype(dtype)
+    out = run(op.clip(X, a_min, a_max), x)
+    assert out.dtype == np.dtype(dtype) and out.tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=5),
+    st.floats(-1e19, 1e19),
+    st.floats(-1e19, 1e19),
+)
+def test_clip_int64_is_the_nearest_integer_in_bounds(values, lo, hi) -> None:
+    lo, hi = min(lo, hi), max(lo, hi)
+    if math.ceil(lo) > math.floor(hi):
+        return
+    out = run(op.clip(X, lo, hi), np.array(values, dtype="int64"))
+    # Python compares ints with floats exactly
+    imin, imax = -(2**63), 2**63 - 1
+    expected = [
+        v if lo <= v <= hi else min(max(math.ceil(lo), imin), imax) if v < lo
+        else max(min(math.floor(hi), imax), imin)
+        for v in values
+    ]
+    assert out.tolist() == expected
+
+
+def test_clip_rejects_nan_bounds() -> None:
+    with pytest.raises(ValueError, match="clip: a_max must be a number, got nan"):
+        infer(op.clip(X, 0.0, float("nan")), F32)
 
 
 def test_clip_rejects_inverted_bounds() -> None:

@@ -13,8 +13,10 @@ their own through the same function.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import enum
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +25,7 @@ import numpy as np
 
 from .attrs import EMPTY_ATTRS, Attrs, normalize_attr_value
 from .expr import Expr, _set
-from .types import Type, normalize_dtype
+from .types import SUPPORTED_DTYPES, Type, normalize_dtype
 
 __all__ = [
     "Op",
@@ -32,6 +34,8 @@ __all__ = [
     "REQUIRED",
     "register_op",
     "list_ops",
+    "check_op_name",
+    "RESERVED_NAMES",
     "TypeRelation",
     "Kernel",
     "attr_int",
@@ -133,7 +137,7 @@ def attr_ints(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
-        raise TypeError(f"{where} must be a sequence of ints, got {value!r}")
+        raise TypeError(f"{where} must be an int or a sequence of ints, got {value!r}")
     return tuple(attr_int(v, f"{where}[{i}]") for i, v in enumerate(value))
 
 
@@ -169,6 +173,40 @@ def attr_choice(*choices: str) -> Callable[[Any, str], str]:
 # -- the op node and its registry ---------------------------------------------------
 
 _REGISTRY: dict[str, Op] = {}
+
+# An op name must read back from the text format as one identifier token:
+# dot-separated ASCII words (the lexer's identifier rule, ``nn.conv2d``).
+_OP_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)
+# The text format's keywords, as the parser lists them (a test checks this
+# list covers the parser's).
+_KEYWORDS = {"def", "fn", "let", "if", "else", "meta", "const", "Tensor", "True", "False", "None"}
+#: Words the text format reads as something other than an op (keywords,
+#: literals, dtypes); no op may be named like one.
+RESERVED_NAMES: frozenset[str] = frozenset(_KEYWORDS) | SUPPORTED_DTYPES
+# ``inf``/``nan`` with an optional dtype suffix are float literals (``inff32``).
+_SPECIAL_FLOAT = re.compile(r"(?:inf|nan)(?:[fiu]\d+)?\Z", re.ASCII)
+
+
+def check_op_name(name: Any) -> str:
+    """``name`` if the text format can read it back as an op name.
+
+    ``TypeError`` for a non-string, ``ValueError`` naming the op for a name
+    that is not a dotted identifier or is a reserved word of the text format.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"op name must be a non-empty string, got {name!r}")
+    if not _OP_NAME.match(name):
+        raise ValueError(
+            f"op name {name!r} is not a dotted identifier (letters, digits and '_', "
+            "parts separated by '.', each starting with a letter or '_', e.g. "
+            "'contrib.my_op'); the text format could not read it back"
+        )
+    if name in RESERVED_NAMES or _SPECIAL_FLOAT.match(name):
+        raise ValueError(
+            f"op name {name!r} is a reserved word of the text format (a keyword, literal "
+            "or dtype); choose another name, e.g. with a namespace such as 'contrib.'"
+        )
+    return name
 
 
 class Op(Expr):
@@ -298,8 +336,7 @@ def register_op(
     (the core or a plugin) for error messages. Registering a name twice is an
     error naming both owners unless ``override=True``.
     """
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"op name must be a non-empty string, got {name!r}")
+    check_op_name(name)
     if not isinstance(num_inputs, int) or num_inputs < -1:
         raise ValueError(f"op {name!r}: num_inputs must be an int >= -1, got {num_inputs!r}")
     if not callable(type_rel) or not callable(kernel):
@@ -313,10 +350,14 @@ def register_op(
             f"op {name!r} is already registered by {_REGISTRY[name].owner!r}; "
             f"{owner!r} cannot register it again (pass override=True to replace it)"
         )
+    # Defaults are checked once here so a bad schema fails at registration.
+    # The op gets converted copies: the caller's fields (possibly shared with
+    # other ops) stay as they were, also when a later default fails.
+    fields = tuple(_checked_field(name, f) for f in attrs)
     op = Op(
         name,
         num_inputs=num_inputs,
-        attr_fields=attrs,
+        attr_fields=fields,
         type_rel=type_rel,
         kernel=kernel,
         pattern=pattern,
@@ -324,14 +365,16 @@ def register_op(
         doc=doc,
         owner=owner,
     )
-    # Defaults are checked once here so a bad schema fails at registration.
-    for f in attrs:
-        if f.default is not REQUIRED and f.default is not None:
-            _set(
-                f, "default", normalize_attr_value(f.convert(f.default, f"{name}.{f.name}"), f.name)
-            )
     _REGISTRY[name] = op
     return op
+
+
+def _checked_field(op: str, f: AttrField) -> AttrField:
+    """A copy of ``f`` with its default converted and normalized as a value would be."""
+    if f.default is REQUIRED or f.default is None:
+        return f
+    default = normalize_attr_value(f.convert(f.default, f"{op}.{f.name}"), f.name)
+    return dataclasses.replace(f, default=default)
 
 
 def list_ops() -> list[str]:

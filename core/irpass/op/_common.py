@@ -16,7 +16,16 @@ import numpy as np
 
 from ..ir.expr import Expr
 from ..ir.nodes import Call, Tuple, const
-from ..ir.op import AttrField, Kernel, Op, OpPattern, TypeRelation, attr_int, register_op
+from ..ir.op import (
+    AttrField,
+    Kernel,
+    Op,
+    OpPattern,
+    TypeRelation,
+    attr_int,
+    attr_ints,
+    register_op,
+)
 from ..ir.types import TensorType, TupleType, Type
 
 FLOAT_DTYPES: frozenset[str] = frozenset({"float16", "float32", "float64"})
@@ -210,21 +219,11 @@ def attr_optional_positive_int(value: Any, where: str) -> int | None:
     return None if value is None else attr_positive_int(value, where)
 
 
-def _ints(value: Any, where: str) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),)
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"{where} must be an int or a sequence of ints, got {value!r}")
-    return tuple(attr_int(v, f"{where}[{i}]") for i, v in enumerate(value))
-
-
 def attr_pair(minimum: int) -> Callable[[Any, str], tuple[int, int]]:
     """Two ints (height, width), each >= ``minimum``; one int is used for both."""
 
     def convert(value: Any, where: str) -> tuple[int, int]:
-        vals = _ints(value, where)
+        vals = attr_ints(value, where)
         if len(vals) == 1:
             vals = vals * 2
         if len(vals) != 2:
@@ -249,7 +248,7 @@ def attr_padding2d(value: Any, where: str) -> tuple[int, int, int, int]:
     As in Relay: one int pads all sides, two ints are (height, width) and pad
     both ends of each, four ints are (top, left, bottom, right).
     """
-    vals = _ints(value, where)
+    vals = attr_ints(value, where)
     if len(vals) == 1:
         vals = vals * 4
     elif len(vals) == 2:

@@ -1,9 +1,9 @@
 """Reductions: ``sum``, ``mean``, ``max``, ``min`` and ``prod``.
 
-All take Relay's attributes: ``axis`` (None: every axis; an int or a tuple,
-negatives counted from the end), ``keepdims`` (keep reduced axes with size
-1) and ``exclude`` (reduce over the axes *not* listed; ignored when ``axis``
-is None, as in Relay).
+All take Relay's attributes: ``axis`` (None or an empty list: every axis;
+an int or a tuple, negatives counted from the end), ``keepdims`` (keep
+reduced axes with size 1) and ``exclude`` (reduce over the axes *not*
+listed; ignored when ``axis`` is None or empty, as in Relay).
 
 The result keeps the input dtype. numpy upcasts integer sums and products;
 here they wrap around in the input dtype as Relay's would. An integer
@@ -45,8 +45,11 @@ __all__ = ["sum", "mean", "max", "min", "prod", "reduce_axes"]
 def reduce_axes(
     ndim: int, axis: tuple[int, ...] | None, exclude: bool, op: str = "reduce"
 ) -> tuple[int, ...]:
-    """The sorted, non-negative axes a reduction with these attributes reduces over."""
-    if axis is None:
+    """The sorted, non-negative axes a reduction with these attributes reduces over.
+
+    ``axis`` None or empty means every axis (also with ``exclude``), as in Relay.
+    """
+    if not axis:
         return tuple(range(ndim))
     axes = normalize_axes(axis, ndim, op)
     if exclude:

@@ -4,12 +4,15 @@ comparisons, ``where``, ``clip`` and ``cast``.
 Binary ops need both operands to have the same dtype (there is no implicit
 promotion, as in Relay) and broadcast their shapes with numpy's rules.
 Integer ``divide`` truncates toward zero, as Relay does (numpy's ``//``
-floors); an integer division by zero gives 0, numpy's convention. The
-builders ``abs`` etc. shadow Python builtins inside this module only.
+floors); an integer division by zero gives 0, numpy's convention.
+``clip`` clips an integer tensor in its own dtype (exact for int64 and
+uint64) to its bounds rounded inward. The builders ``abs`` etc. shadow
+Python builtins inside this module only.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -359,6 +362,9 @@ def where(condition: Any, x: Any, y: Any) -> Call:
 def _clip_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types[0], "clip", "a")
     check_dtype(data, NUMERIC_DTYPES, "clip", "a")
+    for bound in ("a_min", "a_max"):
+        if math.isnan(attrs[bound]):
+            raise ValueError(f"clip: {bound} must be a number, got nan")
     if attrs["a_min"] > attrs["a_max"]:
         raise ValueError(
             f"clip: a_min ({attrs['a_min']}) must not be greater than a_max ({attrs['a_max']})"
@@ -366,10 +372,33 @@ def _clip_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     return data
 
 
+def _int_clip_bounds(a_min: float, a_max: float, dtype: str) -> tuple[int, int]:
+    """The integer bounds that clip a ``dtype`` tensor as ``[a_min, a_max]`` does.
+
+    The bounds are rounded inward (the smallest integer >= ``a_min``, the
+    largest <= ``a_max``) and limited to the range of ``dtype``. When no integer
+    lies in ``[a_min, a_max]`` both become that interval truncated toward zero,
+    what clipping in float and casting back would give.
+    """
+    info = np.iinfo(dtype)
+    lo = info.min if a_min == -math.inf else math.ceil(min(a_min, info.max))
+    hi = info.max if a_max == math.inf else math.floor(max(a_max, info.min))
+    if lo > hi:
+        lo = hi = math.trunc(a_min)
+    lo = min(max(lo, int(info.min)), int(info.max))
+    hi = min(max(hi, int(info.min)), int(info.max))
+    return lo, hi
+
+
 def _clip_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-    # Integer tensors are clipped in float and rounded toward zero, which
-    # for in-range values is the same as clipping to the truncated bounds.
-    return result(np.clip(args[0], attrs["a_min"], attrs["a_max"]), args[0].dtype.name)
+    x = args[0]
+    dtype = x.dtype.name
+    if dtype not in INT_DTYPES:
+        return result(np.clip(x, attrs["a_min"], attrs["a_max"]), dtype)
+    # Integers are clipped in their own dtype: float64 would round int64
+    # values beyond 2**53.
+    lo, hi = _int_clip_bounds(attrs["a_min"], attrs["a_max"], dtype)
+    return result(np.clip(x, np.array(lo, dtype), np.array(hi, dtype)), dtype)
 
 
 register(
@@ -382,12 +411,16 @@ register(
         AttrField("a_min", attr_float, doc="Lower bound."),
         AttrField("a_max", attr_float, doc="Upper bound."),
     ),
-    doc="Clamp every element into ``[a_min, a_max]``.",
+    doc="Clamp every element into ``[a_min, a_max]`` (integers: bounds rounded inward).",
 )
 
 
 def clip(a: Any, a_min: float, a_max: float) -> Call:
-    """Clamp every element of ``a`` into ``[a_min, a_max]``."""
+    """Clamp every element of ``a`` into ``[a_min, a_max]``.
+
+    An integer tensor is clipped in its own dtype to the integers in
+    ``[a_min, a_max]`` (bounds rounded inward, limited to the dtype's range).
+    """
     return make_call("clip", [a], ["a"], a_min=a_min, a_max=a_max)
 
 

@@ -24,12 +24,20 @@ class _Weights:
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
-    def normal(self, *shape: int, scale: float | None = None) -> Expr:
-        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
+    def normal(self, *shape: int, scale: float | None = None, fan_in: int | None = None) -> Expr:
+        """Normal weights of standard deviation ``scale``, or He's ``sqrt(2 / fan_in)``.
+
+        ``fan_in`` defaults to the product of all but the first dimension,
+        right for (out, in, ...) layouts such as OI and OIHW only; pass it
+        for any other layout (HWIO's is kh * kw * in).
+        """
+        if fan_in is None:
+            fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
         std = scale if scale is not None else float(np.sqrt(2.0 / max(fan_in, 1)))
         return const(self.rng.normal(0.0, std, size=shape).astype(np.float32))
 
     def uniform(self, *shape: int, low: float, high: float) -> Expr:
+        """Weights drawn uniformly from ``[low, high)``."""
         return const(self.rng.uniform(low, high, size=shape).astype(np.float32))
 
 
@@ -45,11 +53,12 @@ def _conv_bn_relu(
     relu: bool = True,
     layout: str = "NCHW",
 ) -> Expr:
+    fan_in = in_ch // groups * kernel * kernel
     if layout == "NCHW":
-        weight = w.normal(out_ch, in_ch // groups, kernel, kernel)
+        weight = w.normal(out_ch, in_ch // groups, kernel, kernel, fan_in=fan_in)
         kernel_layout, axis = "OIHW", 1
     else:
-        weight = w.normal(kernel, kernel, in_ch // groups, out_ch)
+        weight = w.normal(kernel, kernel, in_ch // groups, out_ch, fan_in=fan_in)
         kernel_layout, axis = "HWIO", 3
     pad = kernel // 2
     y = op.nn.conv2d(

@@ -3,9 +3,15 @@
 Sizes follow the usual formula: a kernel of size ``k`` with dilation ``d``
 spans ``d * (k - 1) + 1`` input elements, and with stride ``s`` over
 ``size + before + after`` padded elements it fits
-``(padded - span) // s + 1`` times. In ceil mode the division rounds up,
-except that a last window starting past the input and the leading padding
-(entirely in the trailing padding) is dropped, as in TVM and PyTorch.
+``(padded - span) // s + 1`` times.
+
+In ceil mode the division rounds up, except that a last window starting
+past the input and the leading padding (entirely in the trailing padding)
+is dropped. That is PyTorch's and ONNX's rule, kept because ONNX import
+relies on it. TVM's topi differs: it drops no window, so its ceil-mode
+output can be one larger along an axis. Example: a 5x5 input, pool size 1,
+stride 3, no padding, ceil mode gives 2x2 here (windows at 0 and 3) but
+3x3 in TVM (a third window at 6, past the input).
 """
 
 from __future__ import annotations
@@ -24,7 +30,11 @@ def window_out_size(
     after: int,
     ceil_mode: bool = False,
 ) -> int:
-    """The number of window positions along one spatial axis (``axis`` names it in errors)."""
+    """The number of window positions along one spatial axis (``axis`` names it in errors).
+
+    With ``ceil_mode``, a last window starting in the trailing padding is
+    dropped (PyTorch/ONNX; TVM keeps it, see the module docstring).
+    """
     span = dilation * (kernel - 1) + 1
     room = size + before + after - span
     if room < 0:
@@ -41,6 +51,20 @@ def window_out_size(
     return out
 
 
+def tap_slices(
+    tap: tuple[int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    out_hw: tuple[int, int],
+) -> tuple[slice, slice]:
+    """The rows and columns of the padded input that kernel tap ``(i, j)`` reads,
+    one element per output position."""
+    (i, j), (sh, sw), (dh, dw), (oh, ow) = tap, strides, dilation, out_hw
+    rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
+    cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+    return rows, cols
+
+
 def reduce_taps(
     x: np.ndarray,
     kernel: tuple[int, int],
@@ -55,13 +79,10 @@ def reduce_taps(
     Each tap is a strided slice of ``x``, so no window array is ever built.
     ``x`` must already be padded far enough for ``out_hw`` windows.
     """
-    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
-    oh, ow = out_hw
     acc: np.ndarray | None = None
-    for i in range(kh):
-        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
-        for j in range(kw):
-            cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            rows, cols = tap_slices((i, j), strides, dilation, out_hw)
             tap = x[:, :, rows, cols]
             if acc is None:
                 acc = np.array(tap)

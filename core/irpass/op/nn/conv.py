@@ -40,7 +40,7 @@ from .._common import (
     tensor_arg,
     to_layout,
 )
-from ._window import window_out_size
+from ._window import tap_slices, window_out_size
 from .dense import compute_dtype
 
 __all__ = ["conv2d"]
@@ -61,7 +61,9 @@ def _conv2d_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     groups = attrs["groups"]
     where = f"(data_layout {dl}, kernel_layout {kl}, groups {groups})"
     if d["C"] % groups:
-        raise ValueError(f"{_OP}: data has {d['C']} channels, not divisible by groups {groups}")
+        raise ValueError(
+            f"{_OP}: data has {d['C']} channels, not divisible by groups {groups} {where}"
+        )
     if w["O"] % groups:
         raise ValueError(
             f"{_OP}: weight has {w['O']} output channels, not divisible by groups {groups} {where}"
@@ -113,9 +115,8 @@ def _conv2d_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     wg = w.reshape(groups, og, cg, kh, kw)
     acc = np.zeros((n, groups, og, oh * ow), dtype=wide)
     for i in range(kh):
-        rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
         for j in range(kw):
-            cols = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
+            rows, cols = tap_slices((i, j), (sh, sw), (dh, dw), (oh, ow))
             patch = xg[:, :, :, rows, cols].reshape(n, groups, cg, oh * ow)
             acc += wg[:, :, :, i, j] @ patch
     out = acc.reshape(n, o, oh, ow)

@@ -2,14 +2,20 @@
 
 Layouts ``NCHW`` and ``NHWC``; ``padding`` as in ``nn.conv2d`` (1, 2 or 4
 ints, stored as top, left, bottom, right). With ``ceil_mode`` the output
-size rounds up, but a window starting past the input and its leading
-padding is dropped (see :mod:`irpass.op.nn._window`); the part of the last
-window that sticks out of the padded input is ignored.
+size rounds up, but a last window starting in the trailing padding (past
+the input and its leading padding) is dropped, as in PyTorch and ONNX; the
+part of the last window that sticks out of the padded input is ignored.
+This differs from TVM, which drops no window: a 5x5 input with pool size 1
+and stride 3 in ceil mode pools to 2x2 here but to 3x3 in TVM (see
+:mod:`irpass.op.nn._window`).
 
 Average pooling divides by the number of window elements that lie in the
 input (``count_include_pad=False``) or in the padded input
 (``count_include_pad=True``; the overhang of a ceil-mode window is never
-counted), as PyTorch does. Integer averages truncate toward zero.
+counted), as PyTorch does. Integer averages are exact: window sums are
+taken in int64 (in Python integers for int64 and uint64 data, which int64
+could overflow) and divided with truncation toward zero. Float16 sums are
+taken in float32.
 """
 
 from __future__ import annotations
@@ -102,11 +108,12 @@ def _avg_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = to_layout(data, attrs["layout"], "NCHW")
     n, c, h, w = x.shape
     out_hw = _out_hw("nn.avg_pool2d", h, w, attrs)
-    wide = "float64" if data.dtype.name not in FLOAT_DTYPES else accumulate_dtype(data.dtype.name)
-    xp = _padded(x.astype(wide, copy=False), attrs, out_hw, 0)
+    # padded before widening: np.pad would fill an object array with numpy
+    # ints, which overflow where Python ints would not
+    xp = _padded(x, attrs, out_hw, 0).astype(_sum_dtype(data.dtype.name), copy=False)
     pt, pl, pb, pr = attrs["padding"]
     # 1 where an element counts toward the divisor, 0 elsewhere
-    mask = np.zeros((1, 1) + xp.shape[2:], dtype=wide)
+    mask = np.zeros((1, 1) + xp.shape[2:], dtype=np.int64)
     if attrs["count_include_pad"]:
         mask[:, :, : pt + h + pb, : pl + w + pr] = 1
     else:
@@ -114,10 +121,31 @@ def _avg_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     geometry = (attrs["pool_size"], attrs["strides"], attrs["dilation"], out_hw)
     total = reduce_taps(xp, *geometry, np.add)
     count = reduce_taps(mask, *geometry, np.add)
-    with np.errstate(all="ignore"):
-        # a window with nothing to count (only padding) averages to 0
-        out = np.where(count > 0, total / np.maximum(count, 1), 0)
+    out = _average(total, count)
     return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype.name)
+
+
+def _sum_dtype(dtype: str) -> Any:
+    """The dtype window sums of ``dtype`` data are exact in (or close, for floats)."""
+    if dtype in FLOAT_DTYPES:
+        return accumulate_dtype(dtype)
+    # int64 holds any sum of < 2**31 values of 32 bits or less; wider data
+    # needs Python's unbounded integers.
+    return object if dtype in ("int64", "uint64") else np.int64
+
+
+def _average(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
+    """``total / count``, truncated toward zero for integer sums; 0 where ``count`` is 0
+    (a window holding only padding)."""
+    count = np.asarray(count)
+    divisor = np.maximum(count, 1)
+    if total.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return np.where(count > 0, total / divisor, 0)
+    if total.dtype == object:
+        divisor = divisor.astype(object)  # Python ints: no int64 overflow in the division
+    quotient = np.where(total < 0, -((-total) // divisor), total // divisor)
+    return np.where(count > 0, quotient, 0)
 
 
 def _pool_attrs(extra: tuple[AttrField, ...] = ()) -> tuple[AttrField, ...]:
@@ -220,8 +248,8 @@ def _global_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 def _global_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     data = args[0]
     x = to_layout(data, attrs["layout"], "NCHW")
-    wide = "float64" if data.dtype.name not in FLOAT_DTYPES else accumulate_dtype(data.dtype.name)
-    out = np.mean(x, axis=(2, 3), keepdims=True, dtype=wide)
+    total = np.sum(x, axis=(2, 3), keepdims=True, dtype=_sum_dtype(data.dtype.name))
+    out = _average(total, x.shape[2] * x.shape[3])
     return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype.name)
 
 
