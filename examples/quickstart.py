@@ -33,7 +33,7 @@ def op_counts(mod: irpass.IRModule) -> collections.Counter:
 
 def main() -> None:
     mod = resnet(image_size=32, channels=16, num_blocks=2, seed=0)
-    infer_type(mod)
+    mod = infer_type(mod)
     assert well_formed(mod)
     print(mod.astext(show_meta_data=False))
     print("ops:", dict(sorted(op_counts(mod).items())))

@@ -12,7 +12,7 @@ from irpass.testing.models import MODELS, input_type, mlp, resnet, transformer_e
 def test_model_is_well_typed_and_deterministic(name):
     build = MODELS[name]
     mod = build()
-    infer_type(mod)
+    mod = infer_type(mod)
     assert well_formed(mod)
     assert isinstance(mod["main"].body.checked_type, TensorType)
     assert structural_equal(build(), mod)  # same seed, same module

@@ -1,16 +1,30 @@
 """Type inference: fills ``checked_type`` on every expression of a program.
 
 Types are a cache derived from the program: the type of a node follows from
-its sub-expressions, the type annotations on vars and functions, and the
-type relations of the ops it calls. :func:`infer_type` recomputes that cache
-from scratch on each call (passes build new nodes, and a node shared with an
-older program must not keep a stale type) and changes nothing else: a module
-keeps its functions, an expression stays the same object.
+its sub-expressions, the type annotations on vars and functions, the type
+relations of the ops it calls and, for a reference to a global function, the
+module it is inferred in. :func:`infer_type` recomputes that cache from
+scratch on each call and changes nothing else.
+
+It returns its argument, or a copy where a node shared with another module
+would have needed a different type (as TVM's ``InferType`` returns a
+module). Passes build new modules that share their untouched functions with
+the old one, so the same ``Call`` of ``@f`` can sit in two modules whose
+``@f`` return different types. The inference first computes every type into
+a table; when no node that already carries a ``checked_type`` would get a
+different one (the common case) it writes the types in place and returns the
+argument. Otherwise it rebuilds the conflicting nodes and all their ancestors
+as fresh nodes (a let var whose type changes becomes a fresh var, remapped at
+every use), types those, and returns a new module (resp. expression): the
+input's nodes keep their old types. So always use the result:
+``mod = infer_type(mod)``.
 
 Rules, by node kind:
 
 * ``Var``: its annotation; a ``let``-bound var without annotation takes the
-  type of its value. Function params must be annotated.
+  type of its value. Function params must be annotated. In a module, every
+  var must be bound (by a param or an enclosing let) before it is used; a
+  bare expression may have free vars if they are annotated.
 * ``Constant``: ``TensorType(data.shape, data.dtype)``.
 * ``Tuple`` / ``TupleGetItem``: tuple of the field types / the selected field.
 * ``Call`` of an ``Op``: whatever the op's type relation returns for the
@@ -32,13 +46,15 @@ Rules, by node kind:
 Problems raise :class:`irpass.TypeInferenceError`, whose message says what is
 wrong, shows the offending node with :func:`~irpass.ir.describe.describe` and
 names the enclosing function. The error also carries the node as ``.expr``
-and the function's name as ``.function`` (``None`` when unknown).
+and the function's name as ``.function`` (``None`` when unknown). A failed
+inference changes no ``checked_type``.
 
 The inference never recurses in Python: it runs one explicit work stack over
 the program, so dataflow chains, let chains, nested functions and chains of
 calls between global functions can all be arbitrarily deep. Every node is
-visited once per call (a shared sub-expression is inferred once), so the
-work is linear in the size of the program.
+visited once per call (a shared sub-expression is inferred once), and the
+copy on a conflict is one more pass over the table, so the work is linear in
+the size of the program.
 """
 
 from __future__ import annotations
@@ -54,58 +70,73 @@ from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGet
 from .op import Op
 from .types import FuncType, TensorType, TupleType, Type
 
-__all__ = ["infer_type", "infer_free_vars"]
+__all__ = ["infer_type", "infer_type_and_free_vars", "infer_free_vars"]
 
 _T = TypeVar("_T", bound="Expr | IRModule")
 
 #: The type an ``If`` condition must have.
 BOOL_SCALAR = TensorType((), "bool")
 
+#: How a function passed directly to :func:`infer_type` is named in messages.
+ROOT_FUNCTION = "the function given to infer_type"
+
 # States of a node on the work stack.
 _ENTER = 0  # first visit: push the children
 _EXIT = 1  # children done: compute the node's type
 _LET_BODY = 2  # a let's value is done, its body is not
 
+# A label longer than this many nesting levels is shortened in messages.
+_MAX_LABEL_LEVELS = 6
+
 
 def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
-    """Infer the type of every node of an expression or a module; return the argument.
+    """Infer the type of every node of an expression or a module.
 
     For a module, every function is inferred and each ``GlobalVar`` (the
     module's own and every reference in the code) gets the ``FuncType`` of
     its function. For an expression, ``mod`` optionally gives the module that
     its ``GlobalVar`` references point into (their functions are inferred too).
 
-    The types are stored as each node's ``checked_type``; nothing else
-    changes, so ``mod = infer_type(mod)`` and ``infer_type(mod)`` do the same.
+    The types are stored as each node's ``checked_type``. Returns the argument
+    itself, or, when some node shared with another program already carries a
+    different type, a copy whose changed nodes are fresh (see the module
+    docstring); write ``mod = infer_type(mod)``.
     Raises :class:`irpass.TypeInferenceError` for an ill-typed program.
     """
     if isinstance(expr_or_module, IRModule):
         if mod is not None:
             raise TypeError("infer_type: pass mod= only with an expression, not with a module")
-        _Inferrer(expr_or_module).infer_module()
-    elif isinstance(expr_or_module, Expr):
-        if mod is not None and not isinstance(mod, IRModule):
-            raise TypeError(f"infer_type: mod must be an IRModule, got {type(mod).__name__}")
-        _Inferrer(mod).infer_expr(expr_or_module)
-    else:
-        raise TypeError(
-            f"infer_type needs an Expr or an IRModule, got {type(expr_or_module).__name__}"
-        )
-    return expr_or_module
+        return _Inferrer(expr_or_module).infer_module()
+    if isinstance(expr_or_module, Expr):
+        return infer_type_and_free_vars(expr_or_module, mod)[0]
+    raise TypeError(f"infer_type needs an Expr or an IRModule, got {type(expr_or_module).__name__}")
+
+
+def infer_type_and_free_vars(expr: Expr, mod: IRModule | None = None) -> tuple[Expr, list[Var]]:
+    """:func:`infer_type` on an expression, also returning its free vars.
+
+    Returns ``(typed, free)``: ``typed`` is what :func:`infer_type` returns
+    (``expr`` or a copy of it), ``free`` the vars of ``typed`` used before (or
+    without) any binding of them, in order of first use; for a well-formed
+    expression that is :func:`~irpass.ir.analysis.free_vars`, found here at no
+    extra cost.
+    """
+    if not isinstance(expr, Expr):
+        raise TypeError(f"infer_type needs an Expr or an IRModule, got {type(expr).__name__}")
+    if mod is not None and not isinstance(mod, IRModule):
+        raise TypeError(f"infer_type: mod must be an IRModule, got {type(mod).__name__}")
+    return _Inferrer(mod).infer_expr(expr)
 
 
 def infer_free_vars(expr: Expr, mod: IRModule | None = None) -> list[Var]:
-    """Like :func:`infer_type` on an expression, and return its free vars.
+    """The free vars of :func:`infer_type_and_free_vars` (its typed expression is dropped).
 
-    The free vars are those used before (or without) any binding of them, in
-    order of first use; for a well-formed expression that is
-    :func:`~irpass.ir.analysis.free_vars`, found here at no extra cost.
+    Kept for callers that only need the free vars: when the types of ``expr``
+    had to go to a copy, ``expr`` itself keeps its old types, so a caller
+    that reads ``checked_type`` afterwards must use
+    :func:`infer_type_and_free_vars` instead.
     """
-    if not isinstance(expr, Expr):
-        raise TypeError(f"infer_free_vars needs an Expr, got {type(expr).__name__}")
-    inferrer = _Inferrer(mod)
-    inferrer.infer_expr(expr)
-    return inferrer.unbound
+    return infer_type_and_free_vars(expr, mod)[1]
 
 
 class _Inferrer:
@@ -113,33 +144,80 @@ class _Inferrer:
 
     def __init__(self, mod: IRModule | None) -> None:
         self.mod = mod
-        # Types inferred in this run, by node identity; also the "done" set.
+        # Types inferred in this run, by node identity; also the "done" set. A node
+        # enters it only after all its children did (the copy on conflict relies on it).
         self.types: dict[Expr, Type] = {}
         # Types of vars bound in this run (let vars may have no annotation).
         self.var_types: dict[Var, Type] = {}
-        # Labels of functions for messages: "@main", "%f in @main", ...
-        self.labels: dict[Function, str] = {}
+        # Where each function sits, for messages: (enclosing function, name or None for
+        # an anonymous one). The text is built only for an error, as a chain of
+        # nested functions spelled out at every level would take quadratic memory.
+        self.labels: dict[Function, tuple[Function | None, str | None]] = {}
         # Functions whose body is being inferred, innermost last.
         self.active: list[Function] = []
         self.active_set: set[Function] = set()
+        # Parallel to ``active``: whether that function sits inside a global function,
+        # where every var must be bound.
+        self.in_global: list[bool] = []
+        self.global_funcs: set[Function] = set()
         # Annotated vars met before any binding of them: the free vars, in order.
         self.unbound: list[Var] = []
         if mod is not None:
             for gv, func in mod.items():
-                self.labels.setdefault(func, f"@{gv.name_hint}")
+                self.labels.setdefault(func, (None, f"@{gv.name_hint}"))
+                self.global_funcs.add(func)
 
     # -- entry points -------------------------------------------------------------------
-    def infer_module(self) -> None:
+    def infer_module(self) -> IRModule:
         mod = self.mod
         assert mod is not None
+        types = self.types
         for gv, func in mod.items():
             self.run(func)
-            _set_type(gv, "_checked_type", self.types[func])
+            types[gv] = types[func]
+        remap = self.commit()
+        if not remap:
+            return mod
+        return IRModule({remap.get(gv, gv): remap.get(f, f) for gv, f in mod.items()})
 
-    def infer_expr(self, expr: Expr) -> None:
+    def infer_expr(self, expr: Expr) -> tuple[Expr, list[Var]]:
         if type(expr) is Op:
             raise TypeInferenceError(f"op {expr.name!r} has no type of its own; infer a call of it")
+        if type(expr) is Function:
+            self.labels.setdefault(expr, (None, ROOT_FUNCTION))
         self.run(expr)
+        remap = self.commit()
+        if not remap:
+            return expr, self.unbound
+        return remap.get(expr, expr), [remap.get(v, v) for v in self.unbound]
+
+    def commit(self) -> dict[Expr, Expr]:
+        """Store the inferred types; return the nodes that had to be copied (old -> new).
+
+        In place when no node already carries a different type. Otherwise the
+        conflicting nodes and every node above them (in ``types`` order, which
+        puts children first) are rebuilt and the copies get the types, so nodes
+        shared with another program keep the types they have there.
+        """
+        types = self.types
+        conflicts = [
+            n
+            for n, t in types.items()
+            if (old := n._checked_type) is not None and old is not t and old != t
+        ]
+        if not conflicts:
+            for n, t in types.items():
+                _set_type(n, "_checked_type", t)
+            return {}
+        conflicting = set(conflicts)
+        remap: dict[Expr, Expr] = {}
+        for n, t in types.items():
+            if n in conflicting or any(c in remap for c in n.children()):
+                new = _rebuild(n, remap)
+                remap[n] = new
+                n = new
+            _set_type(n, "_checked_type", t)
+        return remap
 
     # -- the work loop ------------------------------------------------------------------
     def run(self, root: Expr) -> None:
@@ -153,7 +231,6 @@ class _Inferrer:
         stack: list = [root, _ENTER]
         push = stack.append
         pop = stack.pop
-        finish = self.finish
         var_types = self.var_types
         while stack:
             state = pop()
@@ -175,10 +252,10 @@ class _Inferrer:
                         push(_ENTER)
                 elif t is Var:
                     ty = var_types.get(node)
-                    finish(node, ty if ty is not None else self.var_type(node))
+                    types[node] = ty if ty is not None else self.var_type(node)
                 elif t is Constant:
                     data = node.data
-                    finish(node, TensorType(data.shape, data.dtype.name))
+                    types[node] = TensorType(data.shape, data.dtype.name)
                 elif t is Tuple:
                     push(node)
                     push(_EXIT)
@@ -196,10 +273,11 @@ class _Inferrer:
                     value = node.value
                     if type(value) is Function:
                         if value not in self.labels:
-                            self.labels[value] = f"%{node.var.name_hint}{self.where_suffix()}"
+                            parent = self.active[-1] if self.active else None
+                            self.labels[value] = (parent, f"%{node.var.name_hint}")
                         if node.var.type_annotation is not None:
                             # letrec: the function may call itself through its annotated var.
-                            self.var_types[node.var] = node.var.type_annotation
+                            var_types[node.var] = node.var.type_annotation
                     push(node)
                     push(_LET_BODY)
                     if value not in types:
@@ -222,9 +300,9 @@ class _Inferrer:
                 elif t is GlobalVar:
                     func = self.global_function(node)
                     if func in types:
-                        finish(node, types[func])
+                        types[node] = types[func]
                     elif func in self.active_set:
-                        finish(node, self.recursive_signature(node, func))
+                        types[node] = self.recursive_signature(node, func)
                     else:
                         push(node)
                         push(_EXIT)
@@ -236,43 +314,53 @@ class _Inferrer:
                     raise TypeError(f"infer_type: unknown node kind {t.__name__}")
             elif state == _EXIT:
                 if t is Call:
-                    finish(node, self.call_type(node))
+                    types[node] = self.call_type(node)
                 elif t is Tuple:
-                    finish(node, TupleType(tuple(types[f] for f in node.fields)))
+                    types[node] = TupleType(tuple(types[f] for f in node.fields))
                 elif t is TupleGetItem:
-                    finish(node, self.getitem_type(node))
+                    types[node] = self.getitem_type(node)
                 elif t is Let:
-                    finish(node, types[node.body])
+                    types[node] = types[node.body]
                 elif t is If:
-                    finish(node, self.if_type(node))
+                    types[node] = self.if_type(node)
                 elif t is Function:
-                    finish(node, self.function_type(node))
+                    types[node] = self.function_type(node)
                     self.exit_function(node)
                 else:  # GlobalVar whose function was inferred on demand
-                    finish(node, types[self.global_function(node)])
+                    types[node] = types[self.global_function(node)]
             else:  # _LET_BODY: the value is done; bind the var, then do the body
                 v = node.var
                 ty = types[node.value]
-                if v.type_annotation is not None and v.type_annotation != ty:
-                    self.bind_let_var(node)  # raises, naming the var and both types
+                ann = v.type_annotation
+                if ann is not None and ann != ty:
+                    self.fail(
+                        node,
+                        f"let variable %{v.name_hint} is annotated {ann} but its value has "
+                        f"type {ty}",
+                    )
                 var_types[v] = ty
-                finish(v, ty)
+                types[v] = ty
                 push(node)
                 push(_EXIT)
                 if node.body not in types:
                     push(node.body)
                     push(_ENTER)
 
-    def finish(self, node: Expr, ty: Type) -> None:
-        """Record the type of ``node`` for this run and in its ``checked_type`` cache."""
-        self.types[node] = ty
-        _set_type(node, "_checked_type", ty)
-
     # -- context for messages -----------------------------------------------------------
+    def label(self, func: Function) -> str:
+        """How ``func`` is named in messages: ``@main``, ``%f in @main``, ..."""
+        names: list[str] = []
+        f: Function | None = func
+        while f is not None:
+            f, name = self.labels.get(f, (None, None))
+            names.append(name or "a local function")
+        if len(names) > _MAX_LABEL_LEVELS:
+            # Keep the innermost three and the outermost two, which locate the code.
+            names[3:-2] = [f"({len(names) - 5} more enclosing functions)"]
+        return " in ".join(names)
+
     def where_suffix(self) -> str:
-        if self.active:
-            return f" in {self.labels.get(self.active[-1], 'a function')}"
-        return ""
+        return f" in {self.label(self.active[-1])}" if self.active else ""
 
     def fail(self, node: Expr, message: str, cause: BaseException | None = None) -> None:
         where = self.where_suffix()
@@ -281,34 +369,35 @@ class _Inferrer:
             text += f"\n  {where.strip()}"
         err = TypeInferenceError(text)
         err.expr = node
-        err.function = self.labels.get(self.active[-1]) if self.active else None
+        err.function = self.label(self.active[-1]) if self.active else None
         if cause is not None:
             raise err from cause
         raise err
 
     def enter_function(self, func: Function) -> None:
-        label = self.labels.get(func)
-        if label is None:
-            label = f"a local function{self.where_suffix()}"
-            self.labels[func] = label
+        if func not in self.labels:
+            self.labels[func] = (self.active[-1] if self.active else None, None)
+        in_global = func in self.global_funcs or bool(self.in_global and self.in_global[-1])
+        self.active.append(func)  # from here on, messages name this function
+        self.active_set.add(func)
+        self.in_global.append(in_global)
         var_types = self.var_types
+        types = self.types
         for i, p in enumerate(func.params):
             ann = p.type_annotation
             if ann is None:
-                self.active.append(func)  # so the message names this function
                 self.fail(
                     p,
-                    f"parameter {i} (%{p.name_hint}) of {label} has no type annotation; "
-                    "function parameters must be annotated",
+                    f"parameter {i} (%{p.name_hint}) of {self.label(func)} has no type "
+                    "annotation; function parameters must be annotated",
                 )
             var_types[p] = ann
-            self.finish(p, ann)
-        self.active.append(func)
-        self.active_set.add(func)
+            types[p] = ann
 
     def exit_function(self, func: Function) -> None:
         self.active.pop()
         self.active_set.discard(func)
+        self.in_global.pop()
 
     # -- rules ---------------------------------------------------------------------------
     def var_type(self, v: Var) -> Type:
@@ -316,6 +405,13 @@ class _Inferrer:
         if ty is not None:
             return ty
         if v.type_annotation is not None:
+            if self.in_global and self.in_global[-1]:
+                self.fail(
+                    v,
+                    f"variable %{v.name_hint} is used before (or without) being bound: no "
+                    "enclosing let or function parameter binds it before this use, and a "
+                    "global function cannot have free variables",
+                )
             # A free var with an annotation (e.g. an input of a bare expression).
             self.unbound.append(v)
             return v.type_annotation
@@ -326,19 +422,6 @@ class _Inferrer:
             "calls itself needs a FuncType annotation on its var)",
         )
         raise AssertionError("unreachable")
-
-    def bind_let_var(self, let: Let) -> None:
-        v = let.var
-        value_type = self.types[let.value]
-        ann = v.type_annotation
-        if ann is not None and ann != value_type:
-            self.fail(
-                let,
-                f"let variable %{v.name_hint} is annotated {ann} but its value has type "
-                f"{value_type}",
-            )
-        self.var_types[v] = value_type
-        self.finish(v, value_type)
 
     def global_function(self, gv: GlobalVar) -> Function:
         mod = self.mod
@@ -440,7 +523,7 @@ class _Inferrer:
         if func.ret_type is not None and func.ret_type != body:
             self.fail(
                 func,
-                f"{self.labels[func]} is annotated to return {func.ret_type} but its body has "
+                f"{self.label(func)} is annotated to return {func.ret_type} but its body has "
                 f"type {body}",
             )
         return FuncType(tuple(self.var_types[p] for p in func.params), body)
@@ -452,3 +535,32 @@ def _got(op: Op, arg_types: tuple[Type, ...]) -> str:
 
 def _types(types: tuple[Type, ...]) -> str:
     return ", ".join(str(t) for t in types)
+
+
+def _rebuild(node: Expr, remap: dict[Expr, Expr]) -> Expr:
+    """A fresh copy of ``node`` whose children are replaced as ``remap`` says."""
+    get = remap.get
+    t = type(node)
+    if t is Call:
+        return Call(get(node.op, node.op), [get(a, a) for a in node.args], node.attrs)
+    if t is Var:
+        return Var(node.name_hint, node.type_annotation)
+    if t is Tuple:
+        return Tuple([get(f, f) for f in node.fields])
+    if t is TupleGetItem:
+        return TupleGetItem(get(node.tuple_value, node.tuple_value), node.index)
+    if t is Let:
+        v, value, body = node.var, node.value, node.body
+        return Let(get(v, v), get(value, value), get(body, body))
+    if t is If:
+        c, a, b = node.cond, node.true_branch, node.false_branch
+        return If(get(c, c), get(a, a), get(b, b))
+    if t is Function:
+        body = node.body
+        params = [get(p, p) for p in node.params]
+        return Function(params, get(body, body), node.ret_type, node.attrs)
+    if t is GlobalVar:
+        return GlobalVar(node.name_hint)
+    if t is Constant:
+        return Constant(node.data)
+    raise TypeError(f"infer_type: unknown node kind {t.__name__}")
