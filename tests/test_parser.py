@@ -289,6 +289,18 @@ def test_quoted_names():
     assert f.body.fields == f.params
     mod = parse('def @"my.fn"() { 1f32 }')
     assert "my.fn" in mod
+    assert main_of('def @main(%"a\\u0041\\n": float32) { %"aA\\n" }').params[0].name_hint == "aA\n"
+
+
+def test_quoted_names_with_a_bad_escape_are_errors():
+    # the same escapes as in strings: \q is not one
+    check(err('def @main(%"a\\q": float32) { 1f32 }'), 1, 11, "bad quoted name", "escape")
+    check(err(fn_text('  let %"v\\q" = %x;\n  %x')), 2, 7, "bad quoted name")
+    check(err(fn_text('  tanh(%"x\\q")')), 2, 8, "bad quoted name")
+    check(err('def @"f\\q"() { 1f32 }'), 1, 5, "bad quoted name")
+    with pytest.raises(ParseError, match="bad quoted name"):
+        parse_expr('add(%"a\\q", %"a\\q")')
+    check(err(fn_text('  sum(%x, axis="a\\q")')), 2, 16, "bad string literal")
 
 
 def test_deep_nesting_parses_without_recursion():
@@ -389,12 +401,12 @@ def test_bad_types():
     check(err(f"def @f(%a: {deep}) {{ %a }}"), 1, 113, "type nesting too deep")
 
 
-def test_bad_attributes_are_reported_at_the_call():
+def test_bad_attributes_are_reported_at_their_key_or_at_the_call():
     text = ("def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
             "  %0 = nn.conv2d(%x, %w, paddin=[1, 1]);\n  %0\n}")
-    check(err(text), 2, 8, "no attribute 'paddin'", "did you mean padding")
+    check(err(text), 2, 26, "no attribute 'paddin'", "did you mean padding")
     check(err(fn_text("  reshape(%x)")), 2, 3, "requires attribute 'newshape'")
-    check(err(fn_text('  reshape(%x, newshape="a")')), 2, 3, "reshape.newshape")
+    check(err(fn_text('  reshape(%x, newshape="a")')), 2, 15, "reshape.newshape")
     check(err(fn_text("  add(%x)")), 2, 3, "takes 2 argument(s), got 1")
     check(err(fn_text("  tanh(%x, axis=1, axis=2)")), 2, 20, "duplicate attribute 'axis'")
     check(err(fn_text("  sum(axis=1, %x)")), 2, 15, "positional argument after attributes")
@@ -403,6 +415,17 @@ def test_bad_attributes_are_reported_at_the_call():
     check(err(fn_text("  sum(%x, axis=1f32)")), 2, 16, "no dtype suffix")
     check(err(fn_text("  sum(%x, axis=%x)")), 2, 16, "expected an attribute value")
     check(err(fn_text("  sum(%x, axis=[1, 2)")), 2, 21, "expected ',' or ']'")
+
+
+def test_attribute_errors_point_at_the_offending_key():
+    # the caret goes under the key the message names, in calls parsed by either path
+    check(err(fn_text("  nn.softmax(%x, axis=1.5)")), 2, 18, "nn.softmax.axis must be an int")
+    check(err(fn_text("  nn.softmax(tanh(%x), axis=1.5)")), 2, 24, "nn.softmax.axis must be an int")
+    check(err(fn_text('  sum(%x, keepdims=True, axis=[1, "a"])')), 2, 26, "sum.axis[1]")
+    check(err(fn_text('  nn.conv2d(%x, %x, strides=[1, 1], padding="a")')), 2, 37,
+          "nn.conv2d.padding")
+    check(err(fn_text("  tanh(%x, axis=1)")), 2, 12, "op 'tanh' takes no attributes")
+    check(err(fn_text('  test.parser.any(%x, v=1, "w"=2)')), 2, 28, "no attribute 'w'")
 
 
 def test_syntax_errors_say_what_was_expected():

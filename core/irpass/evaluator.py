@@ -15,7 +15,17 @@ nodes runs, and so does a recursive IR function a million calls deep (memory
 permitting). Each call of a function is an activation with its own memo
 table, so a sub-expression shared inside a function body is computed once
 per call of that function; the table (and every intermediate value in it)
-lives until the call returns.
+lives until the call returns. The free vars a closure captures come from one
+:class:`~irpass.ir.analysis.FreeVarTable` per run, so creating closures costs
+time linear in the program, however deeply its functions nest.
+
+Results never alias what the caller holds: the arrays returned by
+:func:`evaluate` (and by calling a :class:`Closure`) are fresh and writable,
+never views of the inputs, of constants or of each other. The interpreter
+runs on read-only views of the inputs (so no kernel can change a caller's
+array) and copies a result array only when it is read-only (an input, a
+constant or a view of one) or shares its buffer with an earlier part of the
+same result.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import EvaluationError
-from .ir.analysis import free_vars
+from .ir.analysis import FreeVarTable
 from .ir.describe import describe
 from .ir.expr import Expr
 from .ir.module import IRModule
@@ -60,9 +70,12 @@ class Closure:
         self.mod = mod
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the function on ``args`` (checked and converted like :func:`evaluate`'s)."""
+        """Run the function on ``args`` (checked and converted like :func:`evaluate`'s).
+
+        The result follows :func:`evaluate`'s rule: fresh, writable arrays.
+        """
         values = _bind_inputs(self.func, args, kwargs)
-        return _Interpreter(self.mod).call(self, values)
+        return _export(_Interpreter(self.mod, self.func).call(self, values))
 
     def __repr__(self) -> str:
         what = f"@{self.name}" if self.name else f"fn with {len(self.func.params)} param(s)"
@@ -86,7 +99,9 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
     ``ValueError`` naming the parameter.
 
     Returns a numpy array, a (nested) Python tuple for a tuple result, or a
-    :class:`Closure` for a function result.
+    :class:`Closure` for a function result. Every returned array is fresh and
+    writable: it never shares memory with an input, a constant of the
+    program or another array of the result, so the caller may change it.
     """
     if isinstance(func_or_mod, IRModule):
         mod = func_or_mod
@@ -98,7 +113,9 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
         infer_type(mod)
         main = mod["main"]
         closure = Closure(main, {}, "main", mod)
-        return _Interpreter(mod).call(closure, _bind_inputs(main, args, kwargs, "@main"))
+        return _export(
+            _Interpreter(mod).call(closure, _bind_inputs(main, args, kwargs, "@main"))
+        )
     if not isinstance(func_or_mod, Expr):
         raise TypeError(
             "evaluate needs an IRModule, a Function or an expression, "
@@ -114,13 +131,13 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
         )
     if isinstance(expr, Function):
         closure = Closure(expr, {})
-        return _Interpreter(None).call(closure, _bind_inputs(expr, args, kwargs))
+        return _export(_Interpreter(None, expr).call(closure, _bind_inputs(expr, args, kwargs)))
     if args or kwargs:
         raise ValueError(
             f"evaluate: a {type(expr).__name__} expression takes no inputs, got "
             f"{len(args)} positional and {len(kwargs)} named; wrap it in a Function with params"
         )
-    return _Interpreter(None).run_closed(expr)
+    return _export(_Interpreter(None, expr).run_closed(expr))
 
 
 # -- inputs ------------------------------------------------------------------------------
@@ -202,11 +219,12 @@ def _convert_tensor(value: Any, ty: TensorType, where: str) -> np.ndarray:
                 f"{where}: expected {ty}, got an array of shape {arr.shape} and dtype "
                 f"{arr.dtype.name}"
             )
-        return arr
+        return _read_only(arr)
     if isinstance(value, (bool, int, float, list, tuple)):
         try:
             plain = np.asarray(value)
-            arr = np.asarray(value, dtype=ty.dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+                arr = np.asarray(value, dtype=ty.dtype)
         except (ValueError, TypeError, OverflowError) as exc:
             raise ValueError(f"{where}: cannot convert {value!r} to {ty}: {exc}") from None
         if plain.dtype.kind not in "biuf":
@@ -217,13 +235,56 @@ def _convert_tensor(value: Any, ty: TensorType, where: str) -> np.ndarray:
             )
         with np.errstate(invalid="ignore"):
             same = np.array_equal(arr, plain, equal_nan=arr.dtype.kind == "f")
-        if not same and arr.dtype.kind != "f":
-            # Float targets may round (1/3 in float32); other targets must keep the value.
-            raise ValueError(f"{where}: {value!r} does not fit {ty} without changing its value")
-        return arr
+        if not same:
+            if arr.dtype.kind != "f":
+                # Float targets may round (1/3 in float32); other targets must keep the value.
+                raise ValueError(
+                    f"{where}: {value!r} does not fit {ty} without changing its value"
+                )
+            with np.errstate(invalid="ignore"):
+                overflow = np.isfinite(plain) & ~np.isfinite(arr)
+            if overflow.any():
+                # A finite number that becomes inf is not rounding: refuse it.
+                at = np.unravel_index(np.argmax(overflow), overflow.shape)
+                raise ValueError(
+                    f"{where}: {plain[at].item()!r} is out of the range of {ty.dtype} "
+                    f"(it would become {arr[at].item()})"
+                )
+        return _read_only(arr)
     raise ValueError(
         f"{where}: expected {ty} (a numpy array, number or list), got {type(value).__name__}"
     )
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr``: views of it (reshape, ...) are read-only too."""
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+def _export(value: Any, owners: set[int] | None = None) -> Any:
+    """``value`` with every read-only or already-returned array replaced by a copy."""
+    if owners is None:
+        owners = set()
+    if isinstance(value, np.ndarray):
+        owner = _owner(value)
+        if not value.flags.writeable or id(owner) in owners:
+            value = value.copy()
+            owner = value
+        owners.add(id(owner))
+        return value
+    if isinstance(value, tuple):
+        return tuple([_export(v, owners) for v in value])
+    return value  # closures: calling one applies the same rule to its result
+
+
+def _owner(arr: np.ndarray) -> object:
+    """The object owning the memory of ``arr`` (itself, or the end of its ``base`` chain)."""
+    owner: object = arr
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    return owner
 
 
 class _Missing:
@@ -246,10 +307,12 @@ _RESULT = 3  # the node's value is the value of another node (a callee's body, a
 class _Interpreter:
     """Evaluates expressions with one explicit work stack across all calls."""
 
-    def __init__(self, mod: IRModule | None) -> None:
+    def __init__(self, mod: IRModule | None, root: Expr | None = None) -> None:
         self.mod = mod
+        self.root = root
         self.globals: dict[str, Closure] = {}
-        self.free_vars: dict[Function, list[Var]] = {}
+        # Filled on the first closure made: the free vars of every function at once.
+        self.free_vars: FreeVarTable | None = None
 
     def call(self, closure: Closure, args: list[Any]) -> Any:
         """Call ``closure`` on already-checked argument values."""
@@ -285,9 +348,13 @@ class _Interpreter:
         self, func: Function, memo: dict[Expr, Any], self_var: Var | None = None
     ) -> Closure:
         """Capture the free vars of ``func``; ``self_var`` names the closure itself (letrec)."""
-        fvs = self.free_vars.get(func)
-        if fvs is None:
-            fvs = self.free_vars[func] = free_vars(func)
+        table = self.free_vars
+        if table is None:
+            roots: list[Expr] = [f for _gv, f in self.mod.items()] if self.mod is not None else []
+            if self.root is not None:
+                roots.append(self.root)
+            table = self.free_vars = FreeVarTable(*roots)
+        fvs = table[func]
         env: dict[Var, Any] = {}
         for v in fvs:
             if v is self_var:

@@ -367,27 +367,35 @@ class _Parser:
         if tok[:1] != "@":
             raise self.error(f"expected a global function name @name after 'def', got "
                              f"{describe_token(tok)}")
-        name = _decode_name(tok)
+        name = self._name(tok)
         if name in self.defined:
             raise self.error(f"duplicate definition of @{name}")
         self.defined.add(name)
         gv = self._global(name)
         self.i += 1
+        func = self.run(self._function(f"of @{name}", f"bad function @{name}", start))
+        return gv, func
+
+    def _function(self, context: str, bad: str, start: int) -> _Step:
+        """The rest of a ``def`` or ``fn``: ``(params) -> ret_type { body }`` as a Function.
+
+        ``context`` says where in messages (``of @f``); ``bad`` prefixes the
+        Function constructor's complaint, reported at token ``start``.
+        """
         mark = len(self.undo)
-        params, attrs = self._params(f"of @{name}")
+        params, attrs = self._params(context)
         ret_type = None
-        if toks[self.i] == "->":
+        if self.toks[self.i] == "->":
             self.i += 1
             ret_type = self._type()
-        self.expect("{", f"to open the body of @{name}")
-        body = self.run(self._block("}"))
-        self.expect("}", f"to close the body of @{name}")
+        self.expect("{", f"to open the body {context}")
+        body = yield self._block("}")
+        self.expect("}", f"to close the body {context}")
         self._restore(mark)
         try:
-            func = Function(params, body, ret_type, attrs)
+            return Function(params, body, ret_type, attrs)
         except (TypeError, ValueError) as exc:
-            raise self.error(f"bad function @{name}: {exc}", start) from None
-        return gv, func
+            raise self.error(f"{bad}: {exc}", start) from None
 
     def _params(self, context: str) -> tuple[list[Var], dict[str, Any]]:
         """``( %x: T, %y, key=value )``; defines the params in the current scope."""
@@ -401,7 +409,7 @@ class _Parser:
             if tok[:1] == "%":
                 if tok[1:2].isdigit():
                     raise self.error(f"a parameter needs a variable name like %x, not {tok}")
-                name = _decode_name(tok)
+                name = self._name(tok)
                 if name in seen:
                     raise self.error(f"duplicate parameter {tok} {context}")
                 seen.add(name)
@@ -413,12 +421,7 @@ class _Parser:
                 v = Var(name, ty)
                 params.append(v)
                 self._define(self.vars, name, v)
-            elif toks[self.i + 1] == "=" and (key := self._attr_key(tok)) is not None:
-                if key in attrs:
-                    raise self.error(f"duplicate attribute {key!r} {context}")
-                self.i += 2
-                attrs[key] = self._attr_value()
-            else:
+            elif not self._attr_pair(attrs, None, context):
                 raise self.error(
                     f"expected a parameter (%name) or an attribute (key=value) {context}, "
                     f"got {describe_token(tok)}"
@@ -552,6 +555,28 @@ class _Parser:
                 stack.pop()
                 value = tuple(items)
 
+    def _attr_pair(
+        self, attrs: dict[str, Any], keys_at: dict[str, int] | None, context: str
+    ) -> bool:
+        """Read ``key=value`` at the current token into ``attrs``.
+
+        Returns ``False``, consuming nothing, when the tokens do not start with
+        ``key=``. ``keys_at`` (if given) gets the token index of each key, for
+        errors about that attribute; ``context`` says where in the duplicate-key
+        message (``in the call of add``).
+        """
+        toks = self.toks
+        i = self.i
+        if toks[i + 1] != "=" or (key := self._attr_key(toks[i])) is None:
+            return False
+        if key in attrs:
+            raise self.error(f"duplicate attribute {key!r} {context}")
+        if keys_at is not None:
+            keys_at[key] = i
+        self.i = i + 2
+        attrs[key] = self._attr_value()
+        return True
+
     def _attr_key(self, tok: str) -> str | None:
         """The attribute name in ``key=`` (an identifier, or a string for any other name)."""
         if _is_ident(tok):
@@ -566,16 +591,25 @@ class _Parser:
         except ValueError as exc:
             raise self.error(f"bad string literal {tok}: {exc.args[0].split(':')[0]}") from None
 
+    def _name(self, tok: str) -> str:
+        """The name in the current token ``%x`` / ``@f`` / ``%"quoted"`` (JSON escapes)."""
+        if tok[1:2] != '"':
+            return tok[1:]
+        try:
+            return json.loads(tok[1:])
+        except ValueError as exc:
+            raise self.error(f"bad quoted name {tok}: {exc.args[0].split(':')[0]}") from None
+
     def _attr_scalar(self) -> Any:
         tok = self.toks[self.i]
-        c = tok[:1]
-        if c == '"' and len(tok) > 1:
+        if tok[:1] == '"' and len(tok) > 1:
+            value = self._string(tok)
             self.i += 1
-            return self._string(tok)
+            return value
         if tok in ("True", "False", "None"):
             self.i += 1
             return {"True": True, "False": False, "None": None}[tok]
-        if c.isdigit() or (c == "-" and tok != "->") or _SPECIAL_FLOAT.match(tok):
+        if _is_number(tok):
             try:
                 value, dtype = parse_number(tok)
             except ValueError as exc:
@@ -603,19 +637,19 @@ class _Parser:
         if c == "%":
             if tok[1:2].isdigit():
                 raise self.error(f"undefined {tok}: bind it with '{tok} = ...;' before use")
-            name = tok[1:] if tok[1:2] != '"' else _decode_name(tok)
+            name = tok[1:] if tok[1:2] != '"' else self._name(tok)
             v = self.vars.get(name)
             if v is None:
                 v = self._free_var(name, tok)
             self.i += 1
             return v
         if c == "@":
-            name = _decode_name(tok)
+            name = self._name(tok)
             gv = self._global(name)
             self.global_uses.setdefault(name, self.i)
             self.i += 1
             return gv
-        if c.isdigit() or (c == "-" and tok != "->"):
+        if _is_number(tok):
             self.i += 1
             return self._scalar(tok, self.i - 1)
         if not (c.isalpha() or c == "_"):
@@ -623,9 +657,6 @@ class _Parser:
         if tok == "True" or tok == "False":
             self.i += 1
             return Constant(np.array(tok == "True"))
-        if _SPECIAL_FLOAT.match(tok):
-            self.i += 1
-            return self._scalar(tok, self.i - 1)
         if tok == "meta" and toks[self.i + 1] == "[":
             return self._meta_constant()
         if tok in _KEYWORDS or toks[self.i + 1] == "(":
@@ -704,8 +735,7 @@ class _Parser:
                 return tok == "True"
             raise self.error(f"expected True or False in a bool const(...), got "
                              f"{describe_token(tok)}")
-        c = tok[:1]
-        if c.isdigit() or (c == "-" and tok != "->") or _SPECIAL_FLOAT.match(tok):
+        if _is_number(tok):
             try:
                 value, suffix_dtype = parse_number(tok)
             except ValueError as exc:
@@ -746,6 +776,7 @@ class _Parser:
         graph = self.graph
         args: list[Expr] = []
         attrs: dict[str, Any] | None = None
+        keys_at: dict[str, int] | None = None
         variables = self.vars
         while True:
             tok = toks[i]
@@ -757,13 +788,14 @@ class _Parser:
                 i += 1
             elif tok == ")":
                 break
-            elif toks[i + 1] == "=" and (key := self._attr_key(tok)) is not None:
+            elif toks[i + 1] == "=":
                 if attrs is None:
-                    attrs = {}
-                elif key in attrs:
-                    raise self.error(f"duplicate attribute {key!r} in the call of {op.name}", i)
-                self.i = i + 2
-                attrs[key] = self._attr_value()
+                    attrs, keys_at = {}, {}
+                self.i = i
+                if not self._attr_pair(attrs, keys_at, f"in the call of {op.name}"):
+                    # not key=value: the general path says what is wrong
+                    self.i = start
+                    return None
                 i = self.i
                 e = None
             else:
@@ -791,14 +823,24 @@ class _Parser:
             self.i = start
             return None
         self.i = i + 1
-        return self._make_call(op, args, attrs, start)
+        return self._make_call(op, args, attrs, start, keys_at)
 
-    def _make_call(self, op: Expr, args: Sequence[Expr], attrs: dict | None, index: int) -> Call:
+    def _make_call(
+        self,
+        op: Expr,
+        args: Sequence[Expr],
+        attrs: dict | None,
+        index: int,
+        keys_at: Mapping[str, int] | None,
+    ) -> Call:
+        """The call, or a ParseError at ``index`` (at the ``key=`` of an attribute it names)."""
         try:
             # A tuple is what Call stores; handing it one skips a conversion.
             return Call(op, tuple(args), attrs)
         except (TypeError, ValueError) as exc:
-            raise self.error(str(exc), index) from None
+            message = str(exc)
+            key = _attr_error_key(op, message, keys_at) if keys_at else None
+            raise self.error(message, index if key is None else keys_at[key]) from None
 
     def _sub(self) -> Generator[Any, Any, Expr]:
         """Parse a sub-expression (helper: ``e = yield from self._sub()``)."""
@@ -828,16 +870,16 @@ class _Parser:
             elif _is_ident(tok) and tok not in _KEYWORDS and toks[start + 1] == "(":
                 op = self._op(tok)
                 self.i += 1
-                args, attrs = yield from self._call_args(op.name)
-                e = self._make_call(op, args, attrs, start)
+                args, attrs, keys_at = yield from self._call_args(op.name)
+                e = self._make_call(op, args, attrs, start, keys_at)
             else:
                 raise self.error(f"expected an expression, got {describe_token(tok)}")
         while True:
             tok = toks[self.i]
             if tok == "(":
                 at = self.i
-                args, attrs = yield from self._call_args("the function")
-                e = self._make_call(e, args, attrs, at)
+                args, attrs, keys_at = yield from self._call_args("the function")
+                e = self._make_call(e, args, attrs, at, keys_at)
             elif tok[:1] == "." and tok[1:2].isdigit():
                 try:
                     e = TupleGetItem(e, int(tok[1:]))
@@ -847,24 +889,20 @@ class _Parser:
             else:
                 return e
 
-    def _call_args(self, callee: str) -> Generator[Any, Any, tuple[list[Expr], dict | None]]:
+    def _call_args(
+        self, callee: str
+    ) -> Generator[Any, Any, tuple[list[Expr], dict | None, dict[str, int]]]:
+        """``(args, key=value, ...)``: the args, the attributes and the token of each key."""
         toks = self.toks
         self.expect("(", f"to open the arguments of {callee}")
+        context = f"in the call of {callee}"
         args: list[Expr] = []
-        attrs: dict[str, Any] | None = None
+        attrs: dict[str, Any] = {}
+        keys_at: dict[str, int] = {}
         while toks[self.i] != ")":
-            tok = toks[self.i]
-            if toks[self.i + 1] == "=" and (key := self._attr_key(tok)) is not None:
-                if attrs is None:
-                    attrs = {}
-                elif key in attrs:
-                    raise self.error(f"duplicate attribute {key!r} in the call of {callee}")
-                self.i += 2
-                attrs[key] = self._attr_value()
-            else:
-                if attrs is not None:
-                    raise self.error(f"positional argument after attributes in the call of "
-                                     f"{callee}")
+            if not self._attr_pair(attrs, keys_at, context):
+                if attrs:
+                    raise self.error(f"positional argument after attributes {context}")
                 a = yield from self._sub()
                 args.append(a)
             tok = toks[self.i]
@@ -875,7 +913,7 @@ class _Parser:
                     f"expected ',' or ')' in the arguments of {callee}, got {describe_token(tok)}"
                 )
         self.i += 1
-        return args, attrs
+        return args, attrs or None, keys_at
 
     def _paren(self) -> Generator[Any, Any, Expr]:
         toks = self.toks
@@ -919,23 +957,9 @@ class _Parser:
             raise self.error(str(exc), start) from None
 
     def _fn(self) -> Generator[Any, Any, Expr]:
-        toks = self.toks
         start = self.i
         self.i += 1
-        mark = len(self.undo)
-        params, attrs = self._params("of the fn")
-        ret_type = None
-        if toks[self.i] == "->":
-            self.i += 1
-            ret_type = self._type()
-        self.expect("{", "to open the body of the fn")
-        body = yield self._block("}")
-        self.expect("}", "to close the body of the fn")
-        self._restore(mark)
-        try:
-            return Function(params, body, ret_type, attrs)
-        except (TypeError, ValueError) as exc:
-            raise self.error(f"bad fn: {exc}", start) from None
+        return (yield from self._function("of the fn", "bad fn", start))
 
     def _block(self, closing: str) -> _Step:
         """``stmt; stmt; ... result`` up to (not including) ``closing``."""
@@ -973,7 +997,7 @@ class _Parser:
                 if tok[:1] != "%" or tok[1:2].isdigit():
                     raise self.error(f"expected a variable name like %x after 'let', got "
                                      f"{describe_token(tok)}")
-                name = tok[1:] if tok[1:2] != '"' else _decode_name(tok)
+                name = tok[1:] if tok[1:2] != '"' else self._name(tok)
                 self.i += 1
                 ty = None
                 if toks[self.i] == ":":
@@ -1033,14 +1057,25 @@ def _suffix(tok: str) -> str:
     return m.group(0) if m else ""
 
 
-def _decode_name(tok: str) -> str:
-    """The name in ``%x`` / ``@f`` / ``%"quoted"``."""
-    if tok[1:2] == '"':
-        try:
-            return json.loads(tok[1:])
-        except ValueError:
-            return tok[2:-1]  # an invalid escape: keep the text as written
-    return tok[1:]
+def _is_number(tok: str) -> bool:
+    """Whether ``tok`` is (or, malformed, tries to be) a number: ``3``, ``-1.5f32``, ``nan``."""
+    c = tok[:1]
+    return c.isdigit() or (c == "-" and tok != "->") or _SPECIAL_FLOAT.match(tok) is not None
+
+
+def _attr_error_key(op: Expr, message: str, keys_at: Mapping[str, int]) -> str | None:
+    """The attribute given in the call that ``message`` (from the Call constructor) names."""
+    if type(op) is not Op:
+        return None
+    for key in keys_at:
+        # Converters say "nn.softmax.axis must be ...", the schema check
+        # "has no attribute 'paddin'" or "takes no attributes, got [...]".
+        named = re.escape(f"{op.name}.{key}") + r"(?![\w.])"
+        if re.match(named, message) or f"attribute {key!r}" in message:
+            return key
+    if "takes no attributes" in message:
+        return next(iter(keys_at), None)
+    return None
 
 
 def _array_from_bytes(

@@ -85,7 +85,7 @@ from .literals import format_attr_value, format_elements, format_scalar, quote, 
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import REQUIRED, Op
-from .types import FuncType, TensorType, TupleType, Type
+from .types import shape_text, type_text
 
 __all__ = ["print_expr", "print_module", "type_text", "VERSION", "INLINE_CONST_MAX"]
 
@@ -121,24 +121,6 @@ def print_expr(expr: Expr, show_meta_data: bool = True) -> str:
     if show_meta_data:
         printer.append_metadata(lines)
     return "\n".join(lines)
-
-
-def type_text(ty: Type) -> str:
-    """The text of a type: ``Tensor[(1, 3), float32]``, ``(T1, T2)``, ``fn (T1) -> T2``."""
-    if isinstance(ty, TensorType):
-        dims = ", ".join(str(d) for d in ty.shape)
-        if len(ty.shape) == 1:
-            dims += ","
-        return f"Tensor[({dims}), {ty.dtype}]"
-    if isinstance(ty, TupleType):
-        inner = ", ".join(type_text(f) for f in ty.fields)
-        if len(ty.fields) == 1:
-            inner += ","
-        return f"({inner})"
-    if isinstance(ty, FuncType):
-        args = ", ".join(type_text(a) for a in ty.arg_types)
-        return f"fn ({args}) -> {type_text(ty.ret_type)}"
-    raise TypeError(f"cannot print type {ty!r}")
 
 
 def _print_module(
@@ -573,16 +555,10 @@ def _inline_const_text(data: np.ndarray) -> str | None:
     texts = format_elements(data)
     if texts is None:
         return None
-    dims = ", ".join(str(d) for d in data.shape)
-    if data.ndim == 1:
-        dims += ","
-    return f"const({data.dtype.name}, ({dims}), [{', '.join(texts)}])"
+    return f"const({data.dtype.name}, {shape_text(data.shape)}, [{', '.join(texts)}])"
 
 
 def _meta_text(data: np.ndarray) -> str:
-    dims = ", ".join(str(d) for d in data.shape)
-    if data.ndim == 1:
-        dims += ","
     little = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<"))
     payload = base64.b64encode(little.tobytes()).decode("ascii")
-    return f"{data.dtype.name} ({dims}) {payload}"
+    return f"{data.dtype.name} {shape_text(data.shape)} {payload}"

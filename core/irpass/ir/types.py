@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "SUPPORTED_DTYPES", "normalize_dtype"]
+__all__ = [
+    "Type",
+    "TensorType",
+    "TupleType",
+    "FuncType",
+    "SUPPORTED_DTYPES",
+    "normalize_dtype",
+    "shape_text",
+    "type_text",
+]
 
 #: The element types a tensor may have (numpy names).
 SUPPORTED_DTYPES: frozenset[str] = frozenset(
@@ -95,10 +104,7 @@ class TensorType(Type):
         return n
 
     def __str__(self) -> str:
-        dims = ", ".join(str(d) for d in self.shape)
-        if len(self.shape) == 1:
-            dims += ","
-        return f"Tensor[({dims}), {self.dtype}]"
+        return type_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +123,7 @@ class TupleType(Type):
         object.__setattr__(self, "fields", fields)
 
     def __str__(self) -> str:
-        inner = ", ".join(str(f) for f in self.fields)
-        if len(self.fields) == 1:
-            inner += ","
-        return f"({inner})"
+        return type_text(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,5 +147,30 @@ class FuncType(Type):
         object.__setattr__(self, "arg_types", args)
 
     def __str__(self) -> str:
-        args = ", ".join(str(a) for a in self.arg_types)
-        return f"fn ({args}) -> {self.ret_type}"
+        return type_text(self)
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """A shape as the text format writes it: ``(1, 3)``, ``(3,)``, ``()``."""
+    dims = ", ".join(str(d) for d in shape)
+    if len(shape) == 1:
+        dims += ","
+    return f"({dims})"
+
+
+def type_text(ty: Type) -> str:
+    """The text of a type: ``Tensor[(1, 3), float32]``, ``(T1, T2)``, ``fn (T1) -> T2``.
+
+    This is also what ``str(ty)`` returns, and what the parser reads back.
+    """
+    if isinstance(ty, TensorType):
+        return f"Tensor[{shape_text(ty.shape)}, {ty.dtype}]"
+    if isinstance(ty, TupleType):
+        inner = ", ".join(type_text(f) for f in ty.fields)
+        if len(ty.fields) == 1:
+            inner += ","
+        return f"({inner})"
+    if isinstance(ty, FuncType):
+        args = ", ".join(type_text(a) for a in ty.arg_types)
+        return f"fn ({args}) -> {type_text(ty.ret_type)}"
+    raise TypeError(f"cannot print type {ty!r}")

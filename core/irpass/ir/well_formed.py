@@ -20,9 +20,11 @@ TVM and the report shows all that is wrong.
 The check walks the program with an explicit stack (no recursion, any depth)
 and visits a shared sub-expression once per scope it is reached in: when it is
 reached again where the scope it was first checked in is still open, it is
-skipped; otherwise only its free vars are checked against the current scope.
-That keeps the check exact on DAGs and linear on let chains and dataflow
-graphs.
+skipped; otherwise only its free vars are checked against the current scope,
+looked up in a :class:`~irpass.ir.analysis.FreeVarTable` built once for the
+whole program. That keeps the check exact on DAGs and linear in the size of
+the program. Functions are named in messages by a chain of (name, enclosing
+function) links, turned into text only for the problems reported.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import WellFormedError
-from .analysis import free_vars as _free_vars
+from .analysis import FreeVarTable
 from .describe import describe
 from .expr import Expr
 from .module import IRModule
@@ -86,20 +88,61 @@ def well_formed(expr_or_module: Expr | IRModule, mod: IRModule | None = None) ->
         if mod is not None:
             raise TypeError("well_formed: pass mod= only with an expression, not with a module")
         checker = _Checker(expr_or_module, free_vars_are_problems=True)
+        checker.roots = [func for _gv, func in expr_or_module.items()]
         for gv, func in expr_or_module.items():
-            checker.labels.setdefault(func, f"@{gv.name_hint}")
+            checker.labels.setdefault(func, _Label(f"@{gv.name_hint}", None))
         for _gv, func in expr_or_module.items():
             checker.check(func)
     elif isinstance(expr_or_module, Expr):
         if mod is not None and not isinstance(mod, IRModule):
             raise TypeError(f"well_formed: mod must be an IRModule, got {type(mod).__name__}")
         checker = _Checker(mod, free_vars_are_problems=False)
+        checker.roots = [expr_or_module]
         checker.check(expr_or_module)
     else:
         raise TypeError(
             f"well_formed needs an Expr or an IRModule, got {type(expr_or_module).__name__}"
         )
     return checker.report()
+
+
+class _Label:
+    """Names a function for messages: ``name`` (``@f``, ``%f`` or ``None`` for an
+    anonymous function) and the label of the function it is in (``None`` at top level).
+
+    Links instead of text, so deeply nested functions cost constant memory each.
+    """
+
+    __slots__ = ("name", "parent")
+
+    def __init__(self, name: str | None, parent: _Label | None) -> None:
+        self.name = name
+        self.parent = parent
+
+    def __str__(self) -> str:
+        chain: list[_Label] = []
+        label: _Label | None = self
+        while label is not None:
+            chain.append(label)
+            label = label.parent
+        shown = chain[:_SHOWN_LEVELS]
+        parts = [lb.name or "a local function" for lb in shown]
+        hidden = len(chain) - len(shown) - 1  # the outermost is always named
+        if hidden > 0:
+            parts.append(f"{hidden} more enclosing function{'s' if hidden != 1 else ''}")
+        if hidden >= 0:
+            parts.append(chain[-1].name or "a local function")
+        if not parts[-1].startswith("@"):
+            parts.append(_TOP)  # the outermost function is not a module function
+        return " in ".join(parts)
+
+
+_SHOWN_LEVELS = 4  # innermost functions named in a message; the outermost always is
+_TOP = "the top-level expression"
+
+
+def _text(label: _Label | None) -> str:
+    return _TOP if label is None else str(label)
 
 
 # Actions on the work stack.
@@ -116,23 +159,25 @@ class _Checker:
         self.free_vars_are_problems = free_vars_are_problems
         self.problems: list[str] = []
         # Where each var is bound: the binding node and the function it is in.
-        self.binder: dict[Var, tuple[Expr, str]] = {}
+        self.binder: dict[Var, tuple[Expr, _Label | None]] = {}
         # How many open scopes bind each var (more than 1 only in bad programs).
         self.in_scope: dict[Var, int] = {}
         # Scopes are numbered frames; a node remembers the frame it was checked in.
         self.frame_open: list[bool] = [True]
         self.frames: list[int] = [0]
         self.seen: dict[Expr, int] = {}
-        self.fv_cache: dict[Expr, list[Var]] = {}
+        # Every root the check will walk; the free-var table covers them all at once.
+        self.roots: list[Expr] = []
+        self.fv_table: FreeVarTable | None = None
         # Uses outside any open scope binding the var: (var, using node, function label).
-        self.loose_uses: list[tuple[Var, Expr, str]] = []
-        self.missing_globals: dict[str, tuple[Expr, str]] = {}
-        self.labels: dict[Function, str] = {}
-        self.functions: list[str] = []  # labels of the open functions, innermost last
+        self.loose_uses: list[tuple[Var, Expr, _Label | None]] = []
+        self.missing_globals: dict[str, tuple[Expr, _Label | None]] = {}
+        self.labels: dict[Function, _Label] = {}
+        self.functions: list[_Label] = []  # labels of the open functions, innermost last
 
     # -- scopes --------------------------------------------------------------------------
-    def where(self) -> str:
-        return self.functions[-1] if self.functions else "the top-level expression"
+    def where(self) -> _Label | None:
+        return self.functions[-1] if self.functions else None
 
     def open_scope(self, binder: Expr, variables: Iterable[Var]) -> None:
         in_scope = self.in_scope
@@ -144,7 +189,7 @@ class _Checker:
             elif first[0] is not binder:
                 self.problems.append(
                     f"%{v.name_hint} is bound more than once: by `{describe(first[0])}` in "
-                    f"{first[1]} and again by `{describe(binder)}` in {where}"
+                    f"{_text(first[1])} and again by `{describe(binder)}` in {_text(where)}"
                 )
             in_scope[v] = in_scope.get(v, 0) + 1
         self.frames.append(len(self.frame_open))
@@ -234,7 +279,8 @@ class _Checker:
                 if type(value) is Function:
                     # A let-bound function may call itself (letrec, as in Relay):
                     # its var is in scope in the value too.
-                    self.labels.setdefault(value, f"%{node.var.name_hint} in {self.where()}")
+                    if value not in self.labels:
+                        self.labels[value] = _Label(f"%{node.var.name_hint}", self.where())
                     self.open_scope(node, (node.var,))
             elif t is If:
                 push(node)
@@ -249,7 +295,7 @@ class _Checker:
             elif t is Function:
                 label = self.labels.get(node)
                 if label is None:
-                    label = self.labels[node] = f"a local function in {self.where()}"
+                    label = self.labels[node] = _Label(None, self.where())
                 self.functions.append(label)
                 self.check_ret_type(node, label)
                 self.open_scope(node, node.params)
@@ -274,12 +320,16 @@ class _Checker:
             if not in_scope.get(node):
                 self.loose_uses.append((node, parent if parent is not None else node, self.where()))
             return
-        fvs = self.fv_cache.get(node)
-        if fvs is None:
-            fvs = self.fv_cache[node] = _free_vars(node)
-        for v in fvs:
-            if not in_scope.get(v):
-                self.loose_uses.append((v, node, self.where()))
+        table = self.fv_table
+        if table is None:
+            # Built on the first need: nodes reached twice are kept in it, so every
+            # later recheck is a lookup.
+            table = self.fv_table = FreeVarTable(*self.roots)
+        loose = [v for v in table[node] if not in_scope.get(v)]
+        # Set order varies between runs; sort so the report does not.
+        loose.sort(key=lambda v: v.name_hint)
+        for v in loose:
+            self.loose_uses.append((v, node, self.where()))
 
     # -- annotations against inferred types -----------------------------------------------
     def check_let_annotation(self, let: Let) -> None:
@@ -287,11 +337,11 @@ class _Checker:
         inferred = let.value._checked_type
         if ann is not None and inferred is not None and ann != inferred:
             self.problems.append(
-                f"let var %{let.var.name_hint} in {self.where()} is annotated {ann} but its "
+                f"let var %{let.var.name_hint} in {_text(self.where())} is annotated {ann} but its "
                 f"value has checked type {inferred}: `{describe(let)}`"
             )
 
-    def check_ret_type(self, func: Function, label: str) -> None:
+    def check_ret_type(self, func: Function, label: _Label) -> None:
         inferred = func.body._checked_type
         if func.ret_type is not None and inferred is not None and func.ret_type != inferred:
             self.problems.append(
@@ -303,8 +353,8 @@ class _Checker:
     def report(self) -> WellFormedReport:
         problems = self.problems
         free: dict[Var, None] = {}
-        out_of_scope: dict[Var, list[tuple[Expr, str]]] = {}
-        free_uses: dict[Var, list[tuple[Expr, str]]] = {}
+        out_of_scope: dict[Var, list[tuple[Expr, _Label | None]]] = {}
+        free_uses: dict[Var, list[tuple[Expr, _Label | None]]] = {}
         for v, user, where in self.loose_uses:
             if v in self.binder:
                 out_of_scope.setdefault(v, []).append((user, where))
@@ -316,18 +366,18 @@ class _Checker:
             kind = "its let" if type(binder) is Let else "its function"
             problems.append(
                 f"%{v.name_hint} is used outside the scope of its binding{_count(uses)}: used at "
-                f"`{describe(uses[0][0])}` in {uses[0][1]}, but bound by {kind} "
-                f"`{describe(binder)}` in {bound_in}"
+                f"`{describe(uses[0][0])}` in {_text(uses[0][1])}, but bound by {kind} "
+                f"`{describe(binder)}` in {_text(bound_in)}"
             )
         if self.free_vars_are_problems:
             for v, uses in free_uses.items():
                 problems.append(
-                    f"free variable %{v.name_hint} in {uses[0][1]}{_count(uses)}: used at "
+                    f"free variable %{v.name_hint} in {_text(uses[0][1])}{_count(uses)}: used at "
                     f"`{describe(uses[0][0])}` but bound nowhere"
                 )
         for name, (user, where) in self.missing_globals.items():
             problems.append(
-                f"@{name} is used in {where} at `{describe(user)}` but the module defines no "
+                f"@{name} is used in {_text(where)} at `{describe(user)}` but the module defines no "
                 f"function @{name}"
             )
         return WellFormedReport(problems, free)
