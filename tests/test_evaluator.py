@@ -306,6 +306,95 @@ def test_wrong_shape_and_dtype():
         evaluate(f, f32(2, 2), "12")
 
 
+def test_a_float_that_overflows_its_dtype_is_refused():
+    z = var("z", shape=(), dtype="float16")
+    with pytest.raises(ValueError, match=r"parameter %z \(position 0\) of the function: "
+                                         r"10000000000.0 is out of the range of float16 "
+                                         r"\(it would become inf\)"):
+        evaluate(Function([z], z), 1e10)
+    w = var("w", shape=(3,), dtype="float32")
+    with pytest.raises(ValueError, match=r"parameter %w .*-1e\+300 is out of the range of "
+                                         r"float32 \(it would become -inf\)"):
+        evaluate(Function([w], w), [1.0, -1e300, 2.0])
+    # Rounding, infinities and NaN given as such are not value changes the check refuses.
+    assert evaluate(Function([z], z), 65504.0) == np.float16(65504.0)
+    assert evaluate(Function([z], z), math.inf) == np.inf
+    assert np.isnan(evaluate(Function([w], w), [0.1, math.nan, 1 / 3])[1])
+
+
+# -- results are fresh arrays ---------------------------------------------------------------
+
+MUTATE = register_op("test_ev.mutate", num_inputs=1, type_rel=_same,
+                     kernel=lambda a, at: np.negative(a[0], out=a[0]),
+                     pattern=OpPattern.OPAQUE, owner="tests", override=True)
+VIEW = register_op("test_ev.view", num_inputs=1, type_rel=_same, kernel=lambda a, at: a[0][...],
+                   pattern=OpPattern.OPAQUE, owner="tests", override=True)
+
+
+def _writable_and_separate(out, *others):
+    assert out.flags.writeable
+    for o in others:
+        assert not np.shares_memory(out, o)
+
+
+def test_results_never_alias_inputs():
+    x = var("x", shape=(2, 3))
+    a = f32(2, 3)
+    keep = a.copy()
+    for body in (x, O.reshape(x, (6,)), Call(VIEW, [x]), TupleGetItem(Tuple([x, x]), 1)):
+        out = evaluate(Function([x], body), a)
+        _writable_and_separate(out, a)
+        np.testing.assert_array_equal(out.reshape(2, 3), keep)
+        out[...] = 42.0
+        np.testing.assert_array_equal(a, keep)
+    # Also for a view the caller passes, for tuple inputs and for inputs by name.
+    big = f32(4, 3)
+    out = evaluate(Function([x], Call(VIEW, [x])), x=big[:2])
+    _writable_and_separate(out, big)
+    t = var("t", TupleType([TensorType((2,)), TensorType((2,))]))
+    pair = (f32(2), f32(2))
+    out = evaluate(Function([t], Tuple([TupleGetItem(t, 1), TupleGetItem(t, 0)])), pair)
+    _writable_and_separate(out[0], *pair)
+    _writable_and_separate(out[1], *pair)
+
+
+def test_results_never_alias_constants_or_each_other():
+    data = np.arange(3, dtype="float32")
+    c = const(data)
+    out = evaluate(c)
+    _writable_and_separate(out, c.data)
+    out[0] = 7.0
+    np.testing.assert_array_equal(c.data, data)
+    x = var("x", shape=(3,))
+    y = O.negative(x)
+    out = evaluate(Function([x], Tuple([y, y, Call(VIEW, [y]), c])), data)
+    for i, o in enumerate(out):
+        _writable_and_separate(o, *out[:i], c.data)
+    np.testing.assert_array_equal(out[1], -data)
+
+
+def test_closure_results_are_fresh_too():
+    x, p = var("x", shape=(2,)), var("p", shape=(2,))
+    a = f32(2)
+    # fn(x) { fn(p) { x } }: the closure's result is the captured input
+    clo = evaluate(Function([x], Function([p], x)), a)
+    out = clo(f32(2))
+    _writable_and_separate(out, a)
+    np.testing.assert_array_equal(out, a)
+    b = f32(2)
+    out = Closure(Function([p], p), {})(b)
+    _writable_and_separate(out, b)
+
+
+def test_kernels_cannot_change_the_inputs():
+    x = var("x", shape=(2,))
+    a = f32(2)
+    keep = a.copy()
+    with pytest.raises(irpass.EvaluationError, match=r"test_ev.mutate.*read-only"):
+        evaluate(Function([x], Call(MUTATE, [x])), a)
+    np.testing.assert_array_equal(a, keep)
+
+
 def test_module_inputs_name_main():
     x = var("x", shape=(1,))
     with pytest.raises(ValueError, match=r"parameter %x \(position 0\) of @main"):
@@ -405,6 +494,30 @@ def test_long_chains():
 def test_million_node_chain():
     a = np.array([1.0, -2.0], "float32")
     np.testing.assert_array_equal(evaluate(_chain(1_000_000), a), a)
+
+
+def test_nested_closures_visit_each_node_a_bounded_number_of_times(monkeypatch):
+    # fn(x) { (fn(p0) { (fn(p1) { ... x ... })(x) })(x) }: every call makes a closure that
+    # captures x. Finding its captures by walking each body again reads Function.body about
+    # depth**2 / 2 times; the interpreter must stay linear in the depth.
+    for depth in (200, 400):
+        x = Var("x", TensorType((), "float32"))
+        body = x
+        for i in range(depth):
+            body = Call(Function([Var(f"p{i}", TensorType((), "float32"))], body), [x])
+        main = Function([x], body)
+        irpass.ir.infer_type(main)
+        slot = Function.__dict__["body"]
+        reads = [0]
+
+        def counted(node, slot=slot, reads=reads):
+            reads[0] += 1
+            return slot.__get__(node, Function)
+
+        monkeypatch.setattr(Function, "body", property(counted, slot.__set__))
+        assert Closure(main, {})(np.float32(2.5)) == np.float32(2.5)
+        monkeypatch.undo()
+        assert reads[0] <= 6 * depth, (depth, reads[0])
 
 
 # -- real ops against numpy references -----------------------------------------------------

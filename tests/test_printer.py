@@ -29,6 +29,7 @@ from irpass.ir import (
 )
 from irpass.ir.op import AttrField, OpPattern, attr_float, attr_int, attr_str, register_op
 from irpass.ir.printer import INLINE_CONST_MAX, print_expr, print_module, type_text
+from irpass.ir.types import Type, shape_text
 
 T3 = TensorType((3,), "float32")
 T13 = TensorType((1, 3), "float32")
@@ -501,6 +502,23 @@ def test_type_text():
         "fn (Tensor[(3,), float32], Tensor[(), bool]) -> "
         "(Tensor[(3,), float32], Tensor[(1, 3), float32])"
     )
+
+
+def test_str_of_a_type_is_its_text_and_shapes_print_like_python_tuples():
+    fn_type = FuncType([T3], TupleType([T13, BOOL]))
+    assert str(fn_type) == (
+        "fn (Tensor[(3,), float32]) -> (Tensor[(1, 3), float32], Tensor[(), bool])"
+    )
+    assert str(TupleType([BOOL])) == "(Tensor[(), bool],)"
+    assert [shape_text(s) for s in [(), (3,), (1, 3), (0, 2, 5)]] == [
+        "()", "(3,)", "(1, 3)", "(0, 2, 5)"
+    ]
+
+    class OtherType(Type):
+        __slots__ = ()
+
+    with pytest.raises(TypeError, match="cannot print type"):
+        type_text(TupleType([OtherType()]))
 
 
 def test_checked_types_are_shown_as_comments():

@@ -42,7 +42,7 @@ from .ir.expr import Expr
 from .ir.module import IRModule
 from .ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .ir.op import Op
-from .ir.type_infer import infer_free_vars, infer_type
+from .ir.type_infer import infer_type, infer_type_and_free_vars
 from .ir.types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["evaluate", "Closure"]
@@ -110,7 +110,7 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
                 "evaluate: the module has no @main function to run "
                 f"(functions: {', '.join('@' + gv.name_hint for gv in mod.get_global_vars())})"
             )
-        infer_type(mod)
+        mod = infer_type(mod)
         main = mod["main"]
         closure = Closure(main, {}, "main", mod)
         return _export(
@@ -122,7 +122,7 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
             f"got {type(func_or_mod).__name__}"
         )
     expr = func_or_mod
-    loose = infer_free_vars(expr)
+    expr, loose = infer_type_and_free_vars(expr)
     if loose:
         names = ", ".join(f"%{v.name_hint}" for v in loose)
         raise ValueError(

@@ -96,7 +96,15 @@ def format_attr_value(value: Any) -> str:
 
 
 def same_attr_value(a: Any, b: Any) -> bool:
-    """Exact equality of attribute values: ``1 != True``, ``0.0 != -0.0``, ``nan == nan``."""
+    """Exact equality of attribute values: ``1 != True``, ``0.0 != -0.0``, ``nan == nan``.
+
+    The printer leaves out an attribute when this says it equals the op's
+    default, and the parser fills the default back in; so it must only say
+    "same" when the default reads back bit for bit. That is why it tells
+    ``-0.0`` from ``0.0``, unlike ``structural_equal`` (which, like ``==``,
+    treats them as equal): an attribute set to ``-0.0`` whose default is
+    ``0.0`` is printed, so it reads back as ``-0.0``, not as the default.
+    """
     if type(a) is not type(b):
         return False
     if isinstance(a, float):

@@ -70,7 +70,7 @@ from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGet
 from .op import Op
 from .types import FuncType, TensorType, TupleType, Type
 
-__all__ = ["infer_type", "infer_type_and_free_vars", "infer_free_vars"]
+__all__ = ["infer_type", "infer_type_and_free_vars"]
 
 _T = TypeVar("_T", bound="Expr | IRModule")
 
@@ -126,17 +126,6 @@ def infer_type_and_free_vars(expr: Expr, mod: IRModule | None = None) -> tuple[E
     if mod is not None and not isinstance(mod, IRModule):
         raise TypeError(f"infer_type: mod must be an IRModule, got {type(mod).__name__}")
     return _Inferrer(mod).infer_expr(expr)
-
-
-def infer_free_vars(expr: Expr, mod: IRModule | None = None) -> list[Var]:
-    """The free vars of :func:`infer_type_and_free_vars` (its typed expression is dropped).
-
-    Kept for callers that only need the free vars: when the types of ``expr``
-    had to go to a copy, ``expr`` itself keeps its old types, so a caller
-    that reads ``checked_type`` afterwards must use
-    :func:`infer_type_and_free_vars` instead.
-    """
-    return infer_type_and_free_vars(expr, mod)[1]
 
 
 class _Inferrer:

@@ -377,8 +377,8 @@ class _Checker:
                 )
         for name, (user, where) in self.missing_globals.items():
             problems.append(
-                f"@{name} is used in {_text(where)} at `{describe(user)}` but the module defines no "
-                f"function @{name}"
+                f"@{name} is used in {_text(where)} at `{describe(user)}` but the module "
+                f"defines no function @{name}"
             )
         return WellFormedReport(problems, free)
 
