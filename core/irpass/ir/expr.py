@@ -89,12 +89,10 @@ class Expr:
         raise TypeError(f"{type(self).__name__} is not iterable; index it with expr[i]")
 
     def _binary(self, op_name: str, lhs: Any, rhs: Any) -> Expr:
-        from .nodes import Call, const
-        from .op import Op
-
+        call, const, get_op = _builders()
         lhs = lhs if isinstance(lhs, Expr) else const(lhs)
         rhs = rhs if isinstance(rhs, Expr) else const(rhs)
-        return Call(Op.get(op_name), (lhs, rhs))
+        return call(get_op(op_name), (lhs, rhs))
 
     def __add__(self, other: Any) -> Expr:
         return self._binary("add", self, other)
@@ -121,10 +119,22 @@ class Expr:
         return self._binary("divide", other, self)
 
     def __neg__(self) -> Expr:
-        from .nodes import Call
+        call, _, get_op = _builders()
+        return call(get_op("negative"), (self,))
+
+
+_BUILDERS: tuple[Any, Any, Any] | None = None
+
+
+def _builders() -> tuple[Any, Any, Any]:
+    """``(Call, const, Op.get)``, imported once: those modules import this one."""
+    global _BUILDERS
+    if _BUILDERS is None:
+        from .nodes import Call, const
         from .op import Op
 
-        return Call(Op.get("negative"), (self,))
+        _BUILDERS = (Call, const, Op.get)
+    return _BUILDERS
 
 
 def set_checked_type(expr: Expr, ty: Type) -> None:
