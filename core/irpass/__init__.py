@@ -7,11 +7,14 @@ op builders (:mod:`irpass.op`), the evaluator and the text format.
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from . import op
+from . import instrument, op, transform
 from .errors import (
     EvaluationError,
     IRPassError,
     ParseError,
+    PassDependencyError,
+    PassError,
+    PassReturnTypeError,
     TypeInferenceError,
     WellFormedError,
 )
@@ -61,6 +64,9 @@ __all__ = [
     "Let",
     "Op",
     "ParseError",
+    "PassDependencyError",
+    "PassError",
+    "PassReturnTypeError",
     "TensorType",
     "Tuple",
     "TupleGetItem",
@@ -72,11 +78,13 @@ __all__ = [
     "assert_structural_equal",
     "const",
     "evaluate",
+    "instrument",
     "load",
     "op",
     "parse",
     "save",
     "structural_equal",
     "structural_hash",
+    "transform",
     "var",
 ]

@@ -13,6 +13,9 @@ __all__ = [
     "ParseError",
     "WellFormedError",
     "EvaluationError",
+    "PassError",
+    "PassDependencyError",
+    "PassReturnTypeError",
 ]
 
 
@@ -70,3 +73,47 @@ class ParseError(IRPassError):
             caret = " " * (self.column - 1) + "^"
             text += f"\n  {self.source_line}\n  {caret}"
         return text
+
+
+class PassError(IRPassError):
+    """A pass failed: it raised, or reported errors through ``ctx.diag``.
+
+    ``pass_name`` is the pass that failed and ``path`` where it sat in the
+    pipeline, outermost first: ``["opt[2]", "FoldConstant"]`` is the third pass of
+    the Sequential ``opt``. The exception
+    the pass raised, if any, is chained as ``__cause__``; ``diagnostics`` holds
+    the errors it reported.
+    """
+
+    def __init__(self, pass_name: str, reason: str, diagnostics: tuple = ()) -> None:
+        self.pass_name = pass_name
+        self.reason = reason
+        self.diagnostics = tuple(diagnostics)
+        self.path: list[str] = [pass_name]
+        super().__init__()
+
+    def __str__(self) -> str:
+        where = " > ".join(self.path)
+        text = f"pass {self.pass_name!r} failed: {self.reason}"
+        if len(self.path) > 1:
+            text += f"\n  in pipeline: {where}"
+        for diag in self.diagnostics:
+            text += f"\n  {diag}"
+        return text
+
+
+class PassReturnTypeError(PassError, TypeError):
+    """A pass returned something other than an ``IRModule`` (a function pass:
+    other than a ``Function``). Also a ``TypeError``."""
+
+
+class PassDependencyError(IRPassError):
+    """A pass's ``required`` names cannot be satisfied: a cycle or an unknown pass.
+
+    ``chain`` is the list of pass names from the pass that was run to the one
+    that closes the cycle or is unknown.
+    """
+
+    def __init__(self, message: str, chain: list[str]) -> None:
+        self.chain = list(chain)
+        super().__init__(message)

@@ -1,0 +1,185 @@
+"""PassTimingInstrument: how long each pass took, nested the way the passes ran.
+
+A pass that starts while another pass's body is running (a
+:class:`~irpass.transform.Sequential`'s children, or passes a pass body calls
+itself) is recorded under it. Requirements (``PassInfo.required``) run before
+the pass that needs them, not inside it, so they appear as its preceding
+siblings, as in TVM.
+
+Executions are aggregated by path: the same pass name at the same position in
+the tree is one row, with the number of completed calls. Read the result as
+text with :meth:`PassTimingInstrument.render` or as data with
+:meth:`PassTimingInstrument.timings`; both are emptied when the context the
+instrument served is left (``exit_pass_ctx``), so call them inside the
+``with`` block::
+
+    timing = PassTimingInstrument()
+    with PassContext(instruments=[timing]):
+        pipeline(mod)
+        print(timing.render())
+"""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..transform.context import PassContext
+from .base import PassInstrument
+
+if TYPE_CHECKING:
+    from ..ir.module import IRModule
+    from ..transform.info import PassInfo
+
+__all__ = ["PassTimingInstrument", "TimingRow"]
+
+
+class TimingRow(NamedTuple):
+    """One row of :meth:`PassTimingInstrument.timings`.
+
+    - ``name``: the pass name;
+    - ``depth``: nesting level, 0 for passes that ran outside any other pass;
+    - ``total_ns``: summed wall time of its completed calls, in nanoseconds;
+    - ``self_ns``: ``total_ns`` minus the time of the passes nested in those calls;
+    - ``calls``: number of completed calls (0 when every call raised).
+    """
+
+    name: str
+    depth: int
+    total_ns: int
+    self_ns: int
+    calls: int
+
+
+class _Node:
+    """The aggregate of every execution of one pass at one position in the tree."""
+
+    __slots__ = ("name", "parent", "children", "total_ns", "child_ns", "calls")
+
+    def __init__(self, name: str, parent: _Node | None) -> None:
+        self.name = name
+        self.parent = parent
+        # dicts keep insertion order: children come out in first-start order
+        self.children: dict[str, _Node] = {}
+        self.total_ns = 0
+        self.child_ns = 0
+        self.calls = 0
+
+
+class _Running:
+    """One pass execution that started and has not been seen to finish."""
+
+    __slots__ = ("info", "node", "start_ns", "child_ns")
+
+    def __init__(self, info: PassInfo, node: _Node, start_ns: int) -> None:
+        self.info = info
+        self.node = node
+        self.start_ns = start_ns
+        self.child_ns = 0
+
+
+class PassTimingInstrument(PassInstrument):
+    """Times every pass execution (``time.perf_counter_ns``), nested and aggregated.
+
+    A pass that raised never gets ``run_after_pass``: its call is not counted
+    (a row whose every call raised shows 0 calls and 0 time, with the passes
+    that completed inside it still listed beneath it), and the passes that run
+    afterwards are placed by what is actually running (the context's
+    ``diag.pass_name``), not under the pass that raised.
+    """
+
+    def __init__(self) -> None:
+        self._root = _Node("", None)
+        self._stack: list[_Running] = []
+
+    # -- instrument points ----------------------------------------------------------
+    def enter_pass_ctx(self) -> None:
+        """Start from nothing: no rows, no passes in flight."""
+        self._reset()
+
+    def exit_pass_ctx(self) -> None:
+        """Drop the records: :meth:`render` and :meth:`timings` are empty afterwards."""
+        self._reset()
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Open an execution of ``info``'s pass under the pass whose body is running."""
+        stack = self._stack
+        if stack:
+            # Entries left by passes that raised sit above the pass that is really
+            # running; the executor names that one in diag.pass_name.
+            running = PassContext.current().diag.pass_name
+            while stack and stack[-1].info.name != running:
+                stack.pop()
+        parent = stack[-1].node if stack else self._root
+        name = info.name
+        node = parent.children.get(name)
+        if node is None:
+            node = parent.children[name] = _Node(name, parent)
+        # the clock is read last so the bookkeeping above is not charged to the pass
+        stack.append(_Running(info, node, perf_counter_ns()))
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Close the execution of ``info``'s pass and add its time to its row."""
+        end = perf_counter_ns()
+        stack = self._stack
+        # Compare identities, not names: the same PassInfo object is handed to
+        # run_before_pass and run_after_pass, and a nested pass may share a name.
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i].info is info:
+                break
+        else:
+            return  # its start was not seen (instrument installed mid-pass)
+        entry = stack[i]
+        del stack[i:]  # anything above it belongs to passes that raised
+        elapsed = end - entry.start_ns
+        node = entry.node
+        node.total_ns += elapsed
+        node.child_ns += entry.child_ns
+        node.calls += 1
+        if stack:
+            stack[-1].child_ns += elapsed
+
+    # -- results ----------------------------------------------------------------------
+    def timings(self) -> list[TimingRow]:
+        """The rows, parents before their children, siblings in first-start order.
+
+        The grand total is the sum of ``total_ns`` over the rows of depth 0.
+        Empty when nothing was recorded (or after the context was left).
+        """
+        rows: list[TimingRow] = []
+
+        def visit(node: _Node, depth: int) -> None:
+            for child in node.children.values():
+                self_ns = child.total_ns - child.child_ns
+                rows.append(TimingRow(child.name, depth, child.total_ns, self_ns, child.calls))
+                visit(child, depth + 1)
+
+        visit(self._root, 0)
+        return rows
+
+    def render(self) -> str:
+        """A text table of :meth:`timings`, or ``""`` when nothing was recorded.
+
+        A header line names the columns: the pass name (indented two spaces per
+        nesting level), total and self time in microseconds, number of calls and
+        the share of the grand total in percent.
+        """
+        rows = self.timings()
+        if not rows:
+            return ""
+        grand = sum(r.total_ns for r in rows if r.depth == 0)
+        names = ["  " * r.depth + r.name for r in rows]
+        width = max(len("Pass"), *(len(n) for n in names))
+        lines = [f"{'Pass':<{width}}  {'Total us':>12}  {'Self us':>12}  {'Calls':>6}  "
+                 f"{'Percent':>7}"]
+        for label, r in zip(names, rows, strict=True):
+            percent = 100.0 * r.total_ns / grand if grand else 0.0
+            lines.append(
+                f"{label:<{width}}  {r.total_ns / 1e3:>12.1f}  {r.self_ns / 1e3:>12.1f}  "
+                f"{r.calls:>6}  {percent:>6.1f}%"
+            )
+        return "\n".join(lines) + "\n"
+
+    def _reset(self) -> None:
+        self._root = _Node("", None)
+        self._stack = []

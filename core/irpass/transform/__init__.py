@@ -1,0 +1,82 @@
+"""Passes and the machinery that runs them (TVM's ``tvm.transform`` API).
+
+- :class:`PassInfo`, :class:`Pass`, :class:`ModulePass`, :class:`FunctionPass`,
+  :class:`Sequential` and the decorators :func:`module_pass` /
+  :func:`function_pass`;
+- :class:`PassContext` (opt level, required/disabled passes, config,
+  instruments, diagnostics) and :func:`register_config_option`;
+- the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`.
+
+Registered passes are attributes of this module: ``irpass.transform.FoldConstant()``
+calls the factory registered as ``"FoldConstant"``, wherever it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from .builtin import Identity, PrintIR
+from .config import ConfigOption, PassConfig, list_config_options, register_config_option
+from .context import PassContext
+from .decorators import function_pass, module_pass
+from .diagnostics import Diagnostic, DiagnosticContext
+from .info import PassInfo
+from .passes import FunctionPass, ModulePass, Pass, Sequential
+from .registry import (
+    PassEntry,
+    close_pass_names,
+    get_pass,
+    get_pass_entry,
+    list_passes,
+    register_pass,
+)
+
+__all__ = [
+    "ConfigOption",
+    "Diagnostic",
+    "DiagnosticContext",
+    "FunctionPass",
+    "Identity",
+    "ModulePass",
+    "Pass",
+    "PassConfig",
+    "PassContext",
+    "PassEntry",
+    "PassInfo",
+    "PrintIR",
+    "Sequential",
+    "close_pass_names",
+    "function_pass",
+    "get_pass",
+    "get_pass_entry",
+    "list_config_options",
+    "list_passes",
+    "module_pass",
+    "register_config_option",
+    "register_pass",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``irpass.transform.X`` for a pass registered as ``"X"`` (by the core or a plugin)."""
+    if not name.startswith("_"):
+        from .registry import _PASSES
+
+        entry = _PASSES.get(name)
+        if entry is not None:
+            return entry.factory
+        close = close_pass_names(name)
+        close += [n for n in difflib.get_close_matches(name, __all__, n=2) if n not in close]
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise AttributeError(
+            f"module 'irpass.transform' has no attribute {name!r} and no pass of that name "
+            f"is registered{hint} (registered passes: irpass.transform.list_passes())"
+        )
+    raise AttributeError(f"module 'irpass.transform' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    from .registry import _PASSES
+
+    return sorted(set(globals()) | set(_PASSES))

@@ -1,0 +1,253 @@
+"""PassContext: the settings and instruments passes run under.
+
+Contexts form a per-thread stack: ``with PassContext(...)`` pushes one,
+leaving the block pops it, and :meth:`PassContext.current` is the innermost
+(a per-thread default context outside any ``with``). Two threads running
+pipelines never see each other's contexts.
+
+Instrument rules (those of TVM's ``PassContext``), for instruments
+``[A, B, C]``:
+
+- entering calls ``enter_pass_ctx`` of A, B, C in order. If B raises, the
+  instrument list is cleared, A (already entered) gets ``exit_pass_ctx``,
+  C is never called, the context is not pushed and the error propagates;
+- leaving pops the context, then calls ``exit_pass_ctx`` of A, B, C. If B
+  raises, the list is cleared, C is not called and the error propagates
+  (the context is popped all the same);
+- before a pass: ``should_run`` of every instrument (all are asked, even
+  after one said ``False``; skipped for passes named in ``required_pass``),
+  then, if none said ``False``, ``run_before_pass`` of each in order;
+  after it: ``run_after_pass`` of each. An exception from any of them, or
+  from the pass, propagates at once; the ``with`` statement still leaves the
+  context (calling every ``exit_pass_ctx``);
+- :meth:`override_instruments` exits the old instruments and enters the new
+  ones, under the same rules.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..instrument.base import PassInstrument
+from .config import PassConfig, register_config_option
+from .diagnostics import DiagnosticContext
+from .info import PassInfo
+
+__all__ = ["PassContext"]
+
+register_config_option(
+    "testing.immutable_module",
+    bool,
+    False,
+    "check after every pass that its input module is unchanged (structural hash and "
+    "function identity); a pass that changed it fails with PassError",
+)
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[PassContext] = []
+        self.default: PassContext | None = None
+
+
+_STATE = _ThreadState()
+
+
+class PassContext:
+    """Settings for running passes: optimization level, passes forced on or
+    off, configuration options, instruments and collected diagnostics.
+
+    - ``opt_level``: a :class:`Sequential` runs a pass when
+      ``pass.info.opt_level <= opt_level``;
+    - ``required_pass``: names run whatever their level;
+    - ``disabled_pass``: names never run (this wins over ``required_pass``);
+    - ``instruments``: :class:`irpass.instrument.PassInstrument` objects;
+    - ``config``: values of registered options (see
+      :func:`irpass.transform.register_config_option`), read-only as
+      ``ctx.config``;
+    - ``diag``: where passes report warnings and errors
+      (:class:`irpass.transform.DiagnosticContext`).
+    """
+
+    def __init__(
+        self,
+        opt_level: int = 2,
+        required_pass: Iterable[str] | None = None,
+        disabled_pass: Iterable[str] | None = None,
+        instruments: Sequence[PassInstrument] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(opt_level, bool) or not isinstance(opt_level, int):
+            raise TypeError(f"PassContext: opt_level must be an int, got {opt_level!r}")
+        self.opt_level = opt_level
+        self.required_pass = _names("required_pass", required_pass)
+        self.disabled_pass = _names("disabled_pass", disabled_pass)
+        self._required = frozenset(self.required_pass)
+        self._disabled = frozenset(self.disabled_pass)
+        self._instruments = _instrument_list(instruments)
+        self.config = PassConfig(config)
+        self._check_immutable = bool(self.config["testing.immutable_module"])
+        self.diag = DiagnosticContext()
+        # [label, index, last pass run] per Sequential (or requirement list) being run
+        self._frames: list[list[Any]] = []
+
+    # -- scopes -----------------------------------------------------------------
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost active context of this thread (its default one outside any scope)."""
+        state = _STATE
+        if state.stack:
+            return state.stack[-1]
+        if state.default is None:
+            state.default = PassContext()
+        return state.default
+
+    def __enter__(self) -> PassContext:
+        self._enter_instruments()
+        _STATE.stack.append(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        stack = _STATE.stack
+        if not stack or stack[-1] is not self:
+            raise RuntimeError("PassContext scopes must be left in the order they were entered")
+        stack.pop()
+        self._exit_instruments()
+
+    # -- instruments ------------------------------------------------------------
+    @property
+    def instruments(self) -> tuple[PassInstrument, ...]:
+        """The active instruments, in call order."""
+        return self._instruments
+
+    def override_instruments(self, instruments: Sequence[PassInstrument] | None) -> None:
+        """Replace the instruments: exit the current ones, then enter ``instruments``."""
+        new = _instrument_list(instruments)
+        self._exit_instruments()
+        self._instruments = new
+        self._enter_instruments()
+
+    def _enter_instruments(self) -> None:
+        entered: list[PassInstrument] = []
+        try:
+            for pi in self._instruments:
+                pi.enter_pass_ctx()
+                entered.append(pi)
+        except BaseException:
+            self._instruments = ()
+            for pi in entered:
+                pi.exit_pass_ctx()
+            raise
+
+    def _exit_instruments(self) -> None:
+        try:
+            for pi in self._instruments:
+                pi.exit_pass_ctx()
+        except BaseException:
+            self._instruments = ()
+            raise
+
+    def _before_pass(self, mod: Any, info: PassInfo) -> bool:
+        try:
+            return self._ask_instruments(mod, info)
+        except Exception as exc:
+            _mark_instrument_error(exc)
+            raise
+
+    def _ask_instruments(self, mod: Any, info: PassInfo) -> bool:
+        instruments = self._instruments
+        should_run = True
+        if info.name not in self._required:
+            for pi in instruments:
+                answer = pi.should_run(mod, info)
+                if answer is not True and answer is not False:
+                    raise TypeError(
+                        f"instrument {pi.name!r}: should_run must return True or False, "
+                        f"got {answer!r} (for pass {info.name!r})"
+                    )
+                should_run = should_run and answer
+        if should_run:
+            for pi in instruments:
+                pi.run_before_pass(mod, info)
+        return should_run
+
+    def _after_pass(self, mod: Any, info: PassInfo) -> None:
+        try:
+            for pi in self._instruments:
+                pi.run_after_pass(mod, info)
+        except Exception as exc:
+            _mark_instrument_error(exc)
+            raise
+
+    # -- enabling -----------------------------------------------------------------
+    def pass_enabled(self, info: PassInfo) -> bool:
+        """Whether a :class:`Sequential` runs a pass described by ``info`` here:
+        disabled wins over required, required over ``opt_level``."""
+        if info.name in self._disabled:
+            return False
+        return info.name in self._required or info.opt_level <= self.opt_level
+
+    def pass_position(self) -> str:
+        """Where the running pass sits, outermost first: ``"opt[2] > inner[0]"``
+        (empty outside any :class:`Sequential`)."""
+        return " > ".join(f"{label}[{index}]" for label, index, _ in self._frames)
+
+    def __repr__(self) -> str:
+        parts = [f"opt_level={self.opt_level}"]
+        if self.required_pass:
+            parts.append(f"required_pass={list(self.required_pass)}")
+        if self.disabled_pass:
+            parts.append(f"disabled_pass={list(self.disabled_pass)}")
+        if self._instruments:
+            parts.append(f"instruments={list(self._instruments)}")
+        if self.config.explicit:
+            parts.append(f"config={dict(self.config.explicit)}")
+        return f"PassContext({', '.join(parts)})"
+
+
+# Set on exceptions raised by instruments around a pass, so that the passes
+# running around *that* pass (an enclosing Sequential) let them through unwrapped.
+INSTRUMENT_ERROR = "_irpass_instrument_error"
+
+
+def _mark_instrument_error(exc: Exception) -> None:
+    try:
+        setattr(exc, INSTRUMENT_ERROR, True)
+    except AttributeError:  # exceptions with __slots__; they get wrapped, still named
+        pass
+
+
+def _names(field: str, names: Iterable[str] | None) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        raise TypeError(
+            f"PassContext: {field} must be a list of pass names, got the str {names!r} "
+            f"(write [{names!r}])"
+        )
+    out = tuple(names)
+    for n in out:
+        if not isinstance(n, str):
+            raise TypeError(f"PassContext: {field} must hold pass names (str), got {n!r}")
+    return out
+
+
+def _instrument_list(instruments: Sequence[PassInstrument] | None) -> tuple[PassInstrument, ...]:
+    if instruments is None:
+        return ()
+    if isinstance(instruments, PassInstrument):
+        raise TypeError("PassContext: instruments must be a list, got a single instrument")
+    out = tuple(instruments)
+    for i, pi in enumerate(out):
+        if not isinstance(pi, PassInstrument):
+            hint = ""
+            if isinstance(pi, type):
+                hint = " (a class: pass an instance)"
+            raise TypeError(
+                f"PassContext: instruments[{i}] is not a PassInstrument: {pi!r}{hint}; "
+                "subclass irpass.instrument.PassInstrument or decorate the class with "
+                "@irpass.instrument.pass_instrument"
+            )
+    return out

@@ -1,0 +1,267 @@
+"""Passes: module passes, function passes and the Sequential that runs them.
+
+Running a pass ``p(mod)`` under ``ctx = PassContext.current()``:
+
+1. the passes named in ``p.info.required`` run first (see
+   :mod:`irpass.transform.registry`);
+2. the instruments' ``should_run`` may skip it, then ``run_before_pass``;
+3. the pass body runs; an exception from it becomes :class:`irpass.PassError`
+   naming the pass (the original as ``__cause__``), and so do errors it
+   reported through ``ctx.diag``;
+4. ``run_after_pass`` with the result.
+
+Passes never change their input: IR nodes and modules are immutable, and a
+pass that returns the wrong kind of object is a :class:`PassReturnTypeError`.
+With the config option ``testing.immutable_module`` set (as in TVM), every
+pass execution also checks, by structural hash and function identity, that
+its input module is unchanged afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import PassDependencyError, PassError, PassReturnTypeError
+from ..ir.module import IRModule
+from ..ir.nodes import Function
+from ..ir.structural import structural_hash
+from .context import INSTRUMENT_ERROR, PassContext
+from .info import PassInfo
+
+__all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential"]
+
+ModulePassFunc = Callable[[IRModule, PassContext], IRModule]
+FunctionPassFunc = Callable[[Function, IRModule, PassContext], Function]
+
+# The function attributes that make a FunctionPass leave a function alone.
+SKIP_ATTRS = ("SkipOptimization", "Primitive")
+
+
+class Pass:
+    """A transformation ``IRModule -> IRModule`` with a :class:`PassInfo`.
+
+    Call it on a module: ``new_mod = p(mod)``; it runs under
+    :meth:`PassContext.current`. Subclasses implement :meth:`_transform`.
+    """
+
+    _kind = "Pass"
+    _info: PassInfo
+
+    @property
+    def info(self) -> PassInfo:
+        """The pass's name, opt_level and required passes."""
+        return self._info
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if not isinstance(mod, IRModule):
+            raise TypeError(
+                f"pass {self._info.name!r} must be called on an IRModule, got "
+                f"{type(mod).__name__} (wrap an expression with IRModule.from_expr)"
+            )
+        return self._execute(mod, PassContext.current())
+
+    def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        if self._info.required:
+            from .registry import run_requirements
+
+            mod = run_requirements(self, mod, ctx)
+        return self._execute_self(mod, ctx)
+
+    def _execute_self(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """Steps 2-4 of running a pass (its requirements already ran)."""
+        info = self._info
+        if ctx._instruments:
+            if not ctx._before_pass(mod, info):
+                return mod
+            out = self._run_body(mod, ctx)
+            ctx._after_pass(out, info)
+            return out
+        return self._run_body(mod, ctx)
+
+    def _run_body(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        diag = ctx.diag
+        outer_pass = diag.pass_name
+        name = diag.pass_name = self._info.name
+        errors_before = diag.error_count
+        try:
+            if ctx._check_immutable:
+                out = _transform_checked(self, mod, ctx)
+            else:
+                out = self._transform(mod, ctx)
+        except (PassError, PassDependencyError):
+            raise
+        except Exception as exc:
+            if getattr(exc, INSTRUMENT_ERROR, False):
+                raise  # an instrument's error around a pass nested in this one
+            err = PassError(name, f"{type(exc).__name__}: {exc}")
+            err.path = _path(ctx, name)
+            raise err from exc
+        finally:
+            diag.pass_name = outer_pass
+        if diag.error_count != errors_before:
+            reported = [d for d in diag.diagnostics if d.severity == "error"]
+            new = reported[errors_before:]
+            err = PassError(name, f"reported {len(new)} error(s)", diagnostics=new)
+            err.path = _path(ctx, name)
+            raise err
+        if type(out) is not IRModule and not isinstance(out, IRModule):
+            raise _return_error(self, ctx, out, "an IRModule")
+        return out
+
+    def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        raise NotImplementedError(f"{type(self).__name__} does not implement _transform")
+
+    def __repr__(self) -> str:
+        info = self._info
+        req = f", required={list(info.required)}" if info.required else ""
+        return f"{self._kind}(name={info.name!r}, opt_level={info.opt_level}{req})"
+
+    __str__ = __repr__
+
+
+class ModulePass(Pass):
+    """A pass whose function ``pass_func(mod, ctx)`` returns a new module.
+
+    Usually made with the :func:`irpass.transform.module_pass` decorator.
+    """
+
+    _kind = "ModulePass"
+
+    def __init__(self, pass_func: ModulePassFunc, info: PassInfo) -> None:
+        if not callable(pass_func):
+            raise TypeError(f"ModulePass: pass_func must be callable, got {pass_func!r}")
+        if not isinstance(info, PassInfo):
+            raise TypeError(f"ModulePass: info must be a PassInfo, got {info!r}")
+        self.pass_func = pass_func
+        self._info = info
+
+    def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self.pass_func(mod, ctx)
+
+
+class FunctionPass(Pass):
+    """A pass whose function ``pass_func(func, mod, ctx)`` rewrites one function.
+
+    It is called on every function of the module except those with a true
+    ``SkipOptimization`` or ``Primitive`` attribute, always with the input
+    module as ``mod``. Functions it returns unchanged (the same object) keep
+    their identity, and a module in which nothing changed is returned as is.
+    """
+
+    _kind = "FunctionPass"
+
+    def __init__(self, pass_func: FunctionPassFunc, info: PassInfo) -> None:
+        if not callable(pass_func):
+            raise TypeError(f"FunctionPass: pass_func must be callable, got {pass_func!r}")
+        if not isinstance(info, PassInfo):
+            raise TypeError(f"FunctionPass: info must be a PassInfo, got {info!r}")
+        self.pass_func = pass_func
+        self._info = info
+
+    def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        pass_func = self.pass_func
+        changed = False
+        new_funcs = {}
+        for gv, func in mod.items():
+            attrs = func.attrs
+            if attrs and any(attrs.get(key) for key in SKIP_ATTRS):
+                new_funcs[gv] = func
+                continue
+            new = pass_func(func, mod, ctx)
+            if not isinstance(new, Function):
+                raise _return_error(self, ctx, new, f"a Function (for @{gv.name_hint})")
+            changed = changed or new is not func
+            new_funcs[gv] = new
+        return IRModule(new_funcs) if changed else mod
+
+
+class Sequential(Pass):
+    """Runs ``passes`` in order; itself a pass (instruments see it, it has a PassInfo).
+
+    Each pass runs when the current context enables it
+    (:meth:`PassContext.pass_enabled`: disabled > required > opt_level),
+    after the passes its ``info.required`` names. Sequentials nest.
+    """
+
+    _kind = "Sequential"
+
+    def __init__(
+        self,
+        passes: Sequence[Pass] | None = None,
+        opt_level: int = 0,
+        name: str = "sequential",
+        required: Sequence[str] = (),
+    ) -> None:
+        if isinstance(passes, Pass):
+            raise TypeError(f"Sequential {name!r}: passes must be a list of passes, got one pass")
+        passes = tuple(passes) if passes is not None else ()
+        for i, p in enumerate(passes):
+            if not isinstance(p, Pass):
+                hint = " (a pass factory: call it)" if callable(p) else ""
+                raise TypeError(
+                    f"Sequential {name!r}: passes[{i}] is not a Pass: {p!r}{hint}"
+                )
+        self.passes: tuple[Pass, ...] = passes
+        self._info = PassInfo(opt_level, name, required)
+
+    def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        disabled = ctx._disabled
+        required = ctx._required
+        level = ctx.opt_level
+        frame: list[Any] = [self._info.name, 0, None]
+        frames = ctx._frames
+        frames.append(frame)
+        try:
+            for i, p in enumerate(self.passes):
+                info = p._info
+                name = info.name
+                if name in disabled or (info.opt_level > level and name not in required):
+                    continue
+                frame[1] = i
+                mod = p._execute(mod, ctx)
+                frame[2] = name
+        finally:
+            frames.pop()
+        return mod
+
+    def __repr__(self) -> str:
+        inner = ", ".join(p._info.name for p in self.passes)
+        return f"{super().__repr__()[:-1]}, passes=[{inner}])"
+
+    __str__ = __repr__
+
+
+def _transform_checked(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
+    """``p._transform`` that fails if it changed its input (config ``testing.immutable_module``)."""
+    before = structural_hash(mod), [(gv, func) for gv, func in mod.items()]
+    try:
+        return p._transform(mod, ctx)
+    finally:
+        after = structural_hash(mod), [(gv, func) for gv, func in mod.items()]
+        same_funcs = len(before[1]) == len(after[1]) and all(
+            a[0] is b[0] and a[1] is b[1] for a, b in zip(before[1], after[1], strict=False)
+        )
+        if before[0] != after[0] or not same_funcs:
+            name = p._info.name
+            err = PassError(name, "changed its input module (testing.immutable_module is set)")
+            err.path = _path(ctx, name)
+            raise err
+
+
+def _path(ctx: PassContext, name: str) -> list[str]:
+    return [f"{label}[{index}]" for label, index, _ in ctx._frames] + [name]
+
+
+def _return_error(p: Pass, ctx: PassContext, got: object, expected: str) -> PassReturnTypeError:
+    name = p._info.name
+    err = PassReturnTypeError(
+        name, f"{p._kind} returned {type(got).__name__} {_short(got)}; it must return {expected}"
+    )
+    err.path = _path(ctx, name)
+    return err
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

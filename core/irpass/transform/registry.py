@@ -1,0 +1,259 @@
+"""The pass registry: pass factories by name, and ``required`` resolution.
+
+A registered pass is a *factory*: calling it (with the pass's arguments, if
+any) returns a new :class:`Pass`. Factories are what ``irpass.transform.X``
+returns, what ``get_pass("X")`` calls, and how a pass's ``required`` names
+are turned into passes at run time::
+
+    @register_pass
+    def FoldConstant() -> Pass:
+        return function_pass(_fold, opt_level=2, name="FoldConstant")
+
+Requirements are resolved recursively each time a pass runs: the names it
+requires, the names those require, and so on, are run first in dependency
+order, each once for that pass (a requirement shared by two requirements
+runs once). A cycle or an unknown name is a :class:`irpass.PassDependencyError`.
+A requirement named in the context's ``disabled_pass`` is skipped, and so
+are the requirements only it needs; the requirements' opt levels are not
+checked (the pass that needs them decided).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, overload
+
+from ..errors import PassDependencyError, PassError
+from ..ir.module import IRModule
+from .context import PassContext
+from .passes import Pass
+
+__all__ = [
+    "PassEntry",
+    "register_pass",
+    "get_pass",
+    "get_pass_entry",
+    "list_passes",
+    "close_pass_names",
+]
+
+PassFactory = Callable[..., Pass]
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    """A registered pass: its name, factory, where the factory was defined
+    (``origin``, ``module.qualname``) and who registered it (``owner``: a
+    plugin or package name)."""
+
+    name: str
+    factory: PassFactory
+    origin: str
+    owner: str
+
+
+_PASSES: dict[str, PassEntry] = {}
+
+
+class _Instance:
+    """The factory of a pass registered as an instance: returns that instance."""
+
+    def __init__(self, instance: Pass) -> None:
+        self.instance = instance
+        self.__doc__ = type(instance).__doc__
+
+    def __call__(self) -> Pass:
+        return self.instance
+
+    def __repr__(self) -> str:
+        return f"<factory of {self.instance!r}>"
+
+
+@overload
+def register_pass(factory: PassFactory | Pass, name: str | None = None, *,
+                  override: bool = False, owner: str | None = None) -> Any: ...
+@overload
+def register_pass(factory: None = None, name: str | None = None, *,
+                  override: bool = False, owner: str | None = None) -> Callable[[Any], Any]: ...
+
+
+def register_pass(
+    factory: PassFactory | Pass | None = None,
+    name: str | None = None,
+    *,
+    override: bool = False,
+    owner: str | None = None,
+) -> Any:
+    """Register a pass factory (or a pass) under ``name``; returns what it was given.
+
+    Decorator (``@register_pass``, ``@register_pass(name="X")``) or call
+    (``register_pass(make_x, "X")``). ``factory`` is a callable returning a
+    new :class:`Pass` (a function or a class decorated with
+    ``module_pass``/``function_pass``), or a :class:`Pass` instance, which
+    every lookup then returns. ``name`` defaults to the factory's
+    ``__name__`` (the pass's ``info.name`` for an instance); ``owner``
+    defaults to the top-level package that defines the factory.
+
+    Registering a different factory under a taken name is a ``ValueError``
+    naming both origins, unless ``override=True``; registering the same one
+    again is a no-op.
+    """
+
+    def register(obj: Any) -> Any:
+        entry = _make_entry(obj, name, owner)
+        old = _PASSES.get(entry.name)
+        if old is not None and not override and not _same(old, entry):
+            raise ValueError(
+                f"pass {entry.name!r} is already registered by {old.owner!r} ({old.origin}); "
+                f"{entry.owner!r} ({entry.origin}) cannot register it again "
+                "(pass override=True to replace it)"
+            )
+        _PASSES[entry.name] = entry
+        return obj
+
+    if factory is None:
+        return register
+    if isinstance(factory, str):
+        raise TypeError(
+            f"register_pass: the first argument is the factory; write "
+            f"register_pass(factory, {factory!r}) or @register_pass(name={factory!r})"
+        )
+    return register(factory)
+
+
+def get_pass(name: str, *args: Any, **kwargs: Any) -> Pass:
+    """A new instance of the pass registered as ``name``, made with ``args`` / ``kwargs``."""
+    entry = get_pass_entry(name)
+    try:
+        made = entry.factory(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"cannot create pass {name!r} ({entry.origin}): {exc}") from exc
+    if not isinstance(made, Pass):
+        raise TypeError(
+            f"the factory of pass {name!r} ({entry.origin}, registered by {entry.owner!r}) "
+            f"returned {type(made).__name__}, not a Pass"
+        )
+    return made
+
+
+def get_pass_entry(name: str) -> PassEntry:
+    """The registry entry of ``name``; a ``KeyError`` listing close names if absent."""
+    try:
+        return _PASSES[name]
+    except KeyError:
+        raise KeyError(_unknown_message(name)) from None
+    except TypeError:
+        raise TypeError(f"pass names are str, got {name!r}") from None
+
+
+def list_passes() -> list[str]:
+    """The names of all registered passes, sorted."""
+    return sorted(_PASSES)
+
+
+def close_pass_names(name: str, n: int = 3) -> list[str]:
+    """Registered names close to ``name`` (case-insensitive matches first)."""
+    folded = [k for k in _PASSES if k.lower() == name.lower()]
+    rest = difflib.get_close_matches(name, list(_PASSES), n=n)
+    return (folded + [k for k in rest if k not in folded])[:n]
+
+
+def run_requirements(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
+    """Run the passes ``p`` requires (transitively, in dependency order) on ``mod``."""
+    info = p._info
+    label = f"{info.name}.required"
+    frame: list[Any] = [label, 0, None]
+    ctx._frames.append(frame)
+    try:
+        order = _requirement_order(info.name, info.required, ctx._disabled)
+        for i, (dep_name, dep) in enumerate(order):
+            frame[1] = i
+            mod = dep._execute_self(mod, ctx)
+            frame[2] = dep_name
+    finally:
+        ctx._frames.pop()
+    return mod
+
+
+def _requirement_order(
+    top: str, required: tuple[str, ...], disabled: frozenset[str]
+) -> list[tuple[str, Pass]]:
+    """Post-order over the requirement graph below ``top``, leaving out disabled
+    passes and what only they require; raises on cycles and unknown names.
+    Depth is that of the dependency graph (a handful), so recursing is harmless."""
+    order: list[tuple[str, Pass]] = []
+    done: set[str] = set()
+
+    def visit(name: str, chain: list[str]) -> None:
+        if name in chain:
+            cycle = " -> ".join(chain[chain.index(name):] + [name])
+            raise PassDependencyError(
+                f"pass requirements form a cycle: {cycle} "
+                f"(while resolving {' -> '.join(chain + [name])})",
+                chain + [name],
+            )
+        if name in done or name in disabled:
+            return
+        entry = _PASSES.get(name)
+        if entry is None:
+            chain_text = " -> ".join(chain + [name])
+            close = close_pass_names(name)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise PassDependencyError(
+                f"pass {chain[-1]!r} requires {name!r}, which is not a registered pass "
+                f"(chain: {chain_text}){hint}",
+                chain + [name],
+            )
+        try:
+            dep = get_pass(name)
+        except (TypeError, PassError) as exc:
+            raise PassDependencyError(
+                f"pass {chain[-1]!r} requires {name!r}, which cannot be created without "
+                f"arguments (chain: {' -> '.join(chain + [name])}): {exc}",
+                chain + [name],
+            ) from exc
+        for sub in dep._info.required:
+            visit(sub, chain + [name])
+        done.add(name)
+        order.append((name, dep))
+
+    for name in required:
+        visit(name, [top])
+    return order
+
+
+def _make_entry(obj: Any, name: str | None, owner: str | None) -> PassEntry:
+    if isinstance(obj, Pass):
+        factory: PassFactory = _Instance(obj)
+        name = name or obj._info.name
+        source = getattr(obj, "pass_func", None) or type(obj)
+    elif callable(obj):
+        factory = obj
+        name = name or getattr(obj, "__name__", None)
+        source = obj
+    else:
+        raise TypeError(f"register_pass: expected a pass factory or a Pass, got {obj!r}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_pass: cannot tell the name of {obj!r}; pass name=")
+    module = getattr(source, "__module__", None) or "?"
+    qualname = getattr(source, "__qualname__", None) or getattr(source, "__name__", "?")
+    return PassEntry(name, factory, f"{module}.{qualname}", owner or module.split(".")[0])
+
+
+def _same(old: PassEntry, new: PassEntry) -> bool:
+    if old.factory is new.factory:
+        return True
+    if isinstance(old.factory, _Instance) and isinstance(new.factory, _Instance):
+        return old.factory.instance is new.factory.instance
+    # a module imported again (notebook reload, importlib.reload) defines a new
+    # function object with the same origin: that is the same pass. Lambdas and
+    # local functions share origins without being the same.
+    return old.origin == new.origin and old.owner == new.owner and "<" not in old.origin
+
+
+def _unknown_message(name: str) -> str:
+    close = close_pass_names(name) if isinstance(name, str) else []
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return f"no pass named {name!r} is registered{hint}"
