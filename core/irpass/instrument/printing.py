@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
+from ..transform.info import pass_names
 from .base import PassInstrument
 
 if TYPE_CHECKING:
@@ -62,8 +63,13 @@ class PassPrintingInstrument(PassInstrument):
         print_after_pass_names: Iterable[str] = (),
         stream: TextIO | None = None,
     ) -> None:
-        self.print_before_pass_names = _names("print_before_pass_names", print_before_pass_names)
-        self.print_after_pass_names = _names("print_after_pass_names", print_after_pass_names)
+        owner = "PassPrintingInstrument"
+        self.print_before_pass_names = frozenset(
+            pass_names(owner, "print_before_pass_names", print_before_pass_names)
+        )
+        self.print_after_pass_names = frozenset(
+            pass_names(owner, "print_after_pass_names", print_after_pass_names)
+        )
         self.stream = stream
 
     def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
@@ -75,21 +81,3 @@ class PassPrintingInstrument(PassInstrument):
         """Print the output module when the pass is named in ``print_after_pass_names``."""
         if info.name in self.print_after_pass_names:
             _print_module(self.stream, "After", mod, info)
-
-
-def _names(field: str, names: Iterable[str] | None) -> frozenset[str]:
-    if names is None:
-        return frozenset()
-    # a bare str is iterable too, and would silently mean its single letters
-    if isinstance(names, str):
-        raise TypeError(
-            f"PassPrintingInstrument: {field} must be a list of pass names, "
-            f"got the str {names!r} (write [{names!r}])"
-        )
-    out = frozenset(names)
-    for n in out:
-        if not isinstance(n, str):
-            raise TypeError(
-                f"PassPrintingInstrument: {field} must hold pass names (str), got {n!r}"
-            )
-    return out

@@ -33,7 +33,7 @@ from typing import Any
 from ..instrument.base import PassInstrument
 from .config import PassConfig, register_config_option
 from .diagnostics import DiagnosticContext
-from .info import PassInfo
+from .info import PassInfo, pass_names
 
 __all__ = ["PassContext"]
 
@@ -82,8 +82,8 @@ class PassContext:
         if isinstance(opt_level, bool) or not isinstance(opt_level, int):
             raise TypeError(f"PassContext: opt_level must be an int, got {opt_level!r}")
         self.opt_level = opt_level
-        self.required_pass = _names("required_pass", required_pass)
-        self.disabled_pass = _names("disabled_pass", disabled_pass)
+        self.required_pass = pass_names("PassContext", "required_pass", required_pass)
+        self.disabled_pass = pass_names("PassContext", "disabled_pass", disabled_pass)
         self._required = frozenset(self.required_pass)
         self._disabled = frozenset(self.disabled_pass)
         self._instruments = _instrument_list(instruments)
@@ -217,21 +217,6 @@ def _mark_instrument_error(exc: Exception) -> None:
         setattr(exc, INSTRUMENT_ERROR, True)
     except AttributeError:  # exceptions with __slots__; they get wrapped, still named
         pass
-
-
-def _names(field: str, names: Iterable[str] | None) -> tuple[str, ...]:
-    if names is None:
-        return ()
-    if isinstance(names, str):
-        raise TypeError(
-            f"PassContext: {field} must be a list of pass names, got the str {names!r} "
-            f"(write [{names!r}])"
-        )
-    out = tuple(names)
-    for n in out:
-        if not isinstance(n, str):
-            raise TypeError(f"PassContext: {field} must hold pass names (str), got {n!r}")
-    return out
 
 
 def _instrument_list(instruments: Sequence[PassInstrument] | None) -> tuple[PassInstrument, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["PassInfo"]
+__all__ = ["PassInfo", "pass_names"]
 
 
 class PassInfo:
@@ -61,3 +61,22 @@ class PassInfo:
         return f"PassInfo(opt_level={self.opt_level}, name={self.name!r}{req})"
 
     __str__ = __repr__
+
+
+def pass_names(owner: str, field: str, names: Iterable[str] | None) -> tuple[str, ...]:
+    """``names`` as a tuple of pass names, or a ``TypeError`` naming ``owner`` and ``field``.
+
+    A bare ``str`` is refused: it is iterable, and would silently mean its letters.
+    """
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        raise TypeError(
+            f"{owner}: {field} must be a list of pass names, got the str {names!r} "
+            f"(write [{names!r}])"
+        )
+    out = tuple(names)
+    for n in out:
+        if not isinstance(n, str):
+            raise TypeError(f"{owner}: {field} must hold pass names (str), got {n!r}")
+    return out

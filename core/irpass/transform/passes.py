@@ -129,12 +129,7 @@ class ModulePass(Pass):
     _kind = "ModulePass"
 
     def __init__(self, pass_func: ModulePassFunc, info: PassInfo) -> None:
-        if not callable(pass_func):
-            raise TypeError(f"ModulePass: pass_func must be callable, got {pass_func!r}")
-        if not isinstance(info, PassInfo):
-            raise TypeError(f"ModulePass: info must be a PassInfo, got {info!r}")
-        self.pass_func = pass_func
-        self._info = info
+        _init_func_pass(self, pass_func, info)
 
     def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
         return self.pass_func(mod, ctx)
@@ -152,12 +147,7 @@ class FunctionPass(Pass):
     _kind = "FunctionPass"
 
     def __init__(self, pass_func: FunctionPassFunc, info: PassInfo) -> None:
-        if not callable(pass_func):
-            raise TypeError(f"FunctionPass: pass_func must be callable, got {pass_func!r}")
-        if not isinstance(info, PassInfo):
-            raise TypeError(f"FunctionPass: info must be a PassInfo, got {info!r}")
-        self.pass_func = pass_func
-        self._info = info
+        _init_func_pass(self, pass_func, info)
 
     def _transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
         pass_func = self.pass_func
@@ -247,6 +237,15 @@ def _transform_checked(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
             err = PassError(name, "changed its input module (testing.immutable_module is set)")
             err.path = _path(ctx, name)
             raise err
+
+
+def _init_func_pass(p: ModulePass | FunctionPass, pass_func: Callable, info: PassInfo) -> None:
+    if not callable(pass_func):
+        raise TypeError(f"{p._kind}: pass_func must be callable, got {pass_func!r}")
+    if not isinstance(info, PassInfo):
+        raise TypeError(f"{p._kind}: info must be a PassInfo, got {info!r}")
+    p.pass_func = pass_func
+    p._info = info
 
 
 def _path(ctx: PassContext, name: str) -> list[str]:
