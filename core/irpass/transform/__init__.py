@@ -24,6 +24,7 @@ from .diagnostics import Diagnostic, DiagnosticContext
 from .info import PassInfo
 from .passes import FunctionPass, ModulePass, Pass, Sequential
 from .registry import (
+    _PASSES,
     PassEntry,
     close_pass_names,
     get_pass,
@@ -61,8 +62,6 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``irpass.transform.X`` for a pass registered as ``"X"`` (by the core or a plugin)."""
     if not name.startswith("_"):
-        from .registry import _PASSES
-
         entry = _PASSES.get(name)
         if entry is not None:
             return entry.factory
@@ -77,6 +76,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    from .registry import _PASSES
-
     return sorted(set(globals()) | set(_PASSES))

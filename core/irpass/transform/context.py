@@ -192,7 +192,10 @@ class PassContext:
     def pass_position(self) -> str:
         """Where the running pass sits, outermost first: ``"opt[2] > inner[0]"``
         (empty outside any :class:`Sequential`)."""
-        return " > ".join(f"{label}[{index}]" for label, index, _ in self._frames)
+        return " > ".join(self._position_parts())
+
+    def _position_parts(self) -> list[str]:
+        return [f"{label}[{index}]" for label, index, _ in self._frames]
 
     def __repr__(self) -> str:
         parts = [f"opt_level={self.opt_level}"]

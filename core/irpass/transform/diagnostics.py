@@ -52,16 +52,14 @@ class DiagnosticContext:
     passes need not name themselves.
     """
 
-    __slots__ = ("diagnostics", "pass_name", "error_count")
+    __slots__ = ("diagnostics", "pass_name")
 
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
         self.pass_name: str | None = None
-        self.error_count = 0
 
     def error(self, message: str, expr: Any = None) -> Diagnostic:
         """Report an error; the running pass fails with :class:`PassError` when it returns."""
-        self.error_count += 1
         return self._emit("error", message, expr)
 
     def warning(self, message: str, expr: Any = None) -> Diagnostic:
@@ -87,7 +85,6 @@ class DiagnosticContext:
     def clear(self) -> None:
         """Forget every collected diagnostic."""
         self.diagnostics.clear()
-        self.error_count = 0
 
     def _emit(self, severity: str, message: str, expr: Any) -> Diagnostic:
         if not isinstance(message, str):

@@ -83,7 +83,7 @@ class Pass:
         diag = ctx.diag
         outer_pass = diag.pass_name
         name = diag.pass_name = self._info.name
-        errors_before = diag.error_count
+        reported_before = len(diag.diagnostics)
         try:
             if ctx._check_immutable:
                 out = _transform_checked(self, mod, ctx)
@@ -99,12 +99,12 @@ class Pass:
             raise err from exc
         finally:
             diag.pass_name = outer_pass
-        if diag.error_count != errors_before:
-            reported = [d for d in diag.diagnostics if d.severity == "error"]
-            new = reported[errors_before:]
-            err = PassError(name, f"reported {len(new)} error(s)", diagnostics=new)
-            err.path = _path(ctx, name)
-            raise err
+        if len(diag.diagnostics) > reported_before:
+            new = [d for d in diag.diagnostics[reported_before:] if d.severity == "error"]
+            if new:
+                err = PassError(name, f"reported {len(new)} error(s)", diagnostics=new)
+                err.path = _path(ctx, name)
+                raise err
         if type(out) is not IRModule and not isinstance(out, IRModule):
             raise _return_error(self, ctx, out, "an IRModule")
         return out
@@ -206,6 +206,7 @@ class Sequential(Pass):
             for i, p in enumerate(self.passes):
                 info = p._info
                 name = info.name
+                # ctx.pass_enabled(info), inlined: this loop is the per-pass hot path
                 if name in disabled or (info.opt_level > level and name not in required):
                     continue
                 frame[1] = i
@@ -249,7 +250,7 @@ def _init_func_pass(p: ModulePass | FunctionPass, pass_func: Callable, info: Pas
 
 
 def _path(ctx: PassContext, name: str) -> list[str]:
-    return [f"{label}[{index}]" for label, index, _ in ctx._frames] + [name]
+    return ctx._position_parts() + [name]
 
 
 def _return_error(p: Pass, ctx: PassContext, got: object, expected: str) -> PassReturnTypeError:
