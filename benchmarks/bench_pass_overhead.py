@@ -8,6 +8,8 @@ Prints the median time per pass execution (microseconds) of several runs:
 - the Sequential with no instruments;
 - with a no-op instrument (a ``PassInstrument`` that does nothing);
 - with ``PassTimingInstrument``;
+- with a plugin implementing the instrument hooks loaded but its instrument
+  not switched on (the plugin path's promise: no cost), and switched on;
 - with ``testing.immutable_module`` set (a structural hash before and after each pass).
 
     python benchmarks/bench_pass_overhead.py --passes 1000 --repeat 7
@@ -22,7 +24,8 @@ from collections.abc import Callable
 
 import irpass
 from irpass import IRModule
-from irpass.instrument import PassInstrument, PassTimingInstrument
+from irpass.instrument import PassInstrument, PassTimingInstrument, get_instrument
+from irpass.plugins import register
 from irpass.transform import PassContext, Sequential, module_pass
 
 
@@ -72,21 +75,38 @@ def main() -> None:
     class NoOp(PassInstrument):
         """An instrument that does nothing at every point."""
 
+    class HookPlugin:
+        """A plugin whose instrument hooks do nothing."""
+
+        @irpass.hookimpl
+        def irpass_run_before_pass(self, mod, info):
+            pass
+
+        @irpass.hookimpl
+        def irpass_run_after_pass(self, mod, info):
+            pass
+
+    register(HookPlugin(), name="bench-hooks")
     timing = PassTimingInstrument()
     rows = [
         ("bare Python loop over the pass functions", median_us_per_pass(bare_loop, n, repeat)),
         ("Sequential, no instruments", under(PassContext())),
         ("Sequential + no-op instrument", under(PassContext(instruments=[NoOp()]))),
         ("Sequential + PassTimingInstrument", under(PassContext(instruments=[timing]))),
+        ("Sequential, hook plugin loaded, instrument off", under(PassContext())),
+        (
+            "Sequential + hook plugin's instrument on",
+            under(PassContext(instruments=[get_instrument("bench-hooks")])),
+        ),
         (
             "Sequential, testing.immutable_module",
             under(PassContext(config={"testing.immutable_module": True})),
         ),
     ]
     print(f"W4: {n} trivial module passes, median of {repeat} runs")
-    print(f"{'configuration':45s} {'us/pass':>9s}")
+    print(f"{'configuration':48s} {'us/pass':>9s}")
     for label, us in rows:
-        print(f"{label:45s} {us:9.2f}")
+        print(f"{label:48s} {us:9.2f}")
 
 
 if __name__ == "__main__":

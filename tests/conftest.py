@@ -1,16 +1,32 @@
-"""Shared fixtures: every test starts and ends with the same registries."""
+"""Shared fixtures: every test starts and ends with the same registries and plugins."""
+
+import os
 
 import pytest
-from irpass.transform import config, registry
+
+# The suite runs against the plugins installed with irpass (std, instruments),
+# whatever the developer's shell says.
+for _var in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG"):
+    os.environ.pop(_var, None)
+
+import irpass.plugins  # noqa: E402
+from irpass.testing.plugins import RegistrySnapshot  # noqa: E402
+
+irpass.plugins.load()
 
 
 @pytest.fixture(autouse=True)
 def _restore_registries():
-    """Passes and config options a test registers vanish after it."""
-    passes = dict(registry._PASSES)
-    options = dict(config._OPTIONS)
+    """Passes, ops, options, instruments, formats, pipeline insertions and the plugin
+    manager a test changes are put back after it."""
+    saved = RegistrySnapshot.take()
     yield
-    registry._PASSES.clear()
-    registry._PASSES.update(passes)
-    config._OPTIONS.clear()
-    config._OPTIONS.update(options)
+    saved.restore()
+
+
+@pytest.fixture
+def fresh_plugins():
+    """Plugins not loaded yet, registries holding the core's own entries only: the test
+    calls ``irpass.plugins.load(settings)`` (or triggers the lazy load) itself."""
+    RegistrySnapshot.take().core_only().restore()
+    yield

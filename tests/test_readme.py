@@ -22,3 +22,63 @@ def test_pass_sections_have_runnable_examples():
         assert title in text, f"README lost its {title!r} section"
         section = text.split(title, 1)[1].split("\n## ", 1)[0]
         assert "```python\n" in section, f"{title!r} has no runnable example"
+
+
+def _section(text, title):
+    assert title in text, f"README lost its {title!r} section"
+    return text.split(title, 1)[1].split("\n## ", 1)[0]
+
+
+def _run_cli(argv):
+    """``irpass ARGV`` in-process, with the plugins loaded afresh for its settings."""
+    from irpass.cli import main
+    from irpass.testing.plugins import RegistrySnapshot
+
+    saved = RegistrySnapshot.take()
+    saved.core_only().restore()
+    try:
+        return main(argv)
+    finally:
+        saved.restore()
+
+
+def test_readme_cli_commands_run(tmp_path, monkeypatch, capsys):
+    """Every `irpass ...` line of 'The irpass command' runs, in order, and exits 0."""
+    import shlex
+
+    section = _section(README.read_text(), "## The irpass command")
+    lines = [line for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+             for line in block.splitlines() if line.startswith("irpass ")]
+    assert len(lines) >= 6, "the CLI section lost its examples"
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        argv = shlex.split(line, comments=True)[1:]
+        code = _run_cli(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, f"{line!r} exited {code}: {err}"
+        if argv[0] == "passes" and "no:std" not in argv:
+            assert "InferType" in out
+        if argv[:2] == ["-p", "no:std"]:
+            assert "InferType" not in out and "PrintIR" in out
+    assert (tmp_path / "resnet-opt.txt").exists() and (tmp_path / "again.txt").exists()
+    assert sorted(p.name for p in (tmp_path / "dumps").glob("*.txt"))  # dump-ir wrote files
+
+
+def test_readme_config_example_is_valid(tmp_path, monkeypatch, capsys):
+    """The full config file of 'Config files' loads, validates and drives `irpass optimize`."""
+    from irpass.settings import load_settings
+
+    section = _section(README.read_text(), "## Config files")
+    (toml,) = re.findall(r"```toml\n(.*?)```", section, flags=re.S)
+    (tmp_path / "irpass.toml").write_text(toml)
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert settings.opt_level == 3 and settings.disabled_pass == ("PrintIR",)
+    assert [name for name, *_ in settings.instruments] == ["timing", "dump-ir"]
+    assert _run_cli(["config"]) == 0
+    out = capsys.readouterr().out
+    assert "irpass.toml" in out and "opt_level" in out
+    assert _run_cli(["optimize", "--example", "mlp", "-o", "out.txt"]) == 0
+    err = capsys.readouterr().err
+    assert "InferType" in err                                 # the 'checked' pipeline ran
+    assert list((tmp_path / "build" / "ir").glob("*_InferType.txt"))   # dump-ir from the file

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import irpass
+import irpass.ir.serialize
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -327,6 +328,8 @@ def test_load_reports_a_missing_npz(tmp_path):
 
 def test_save_refuses_an_npz_text_path_and_non_modules(tmp_path):
     with pytest.raises(ValueError, match="overwritten by its own constants"):
+        irpass.ir.serialize.save(models.mlp(), tmp_path / "m.npz")
+    with pytest.raises(ValueError, match=r"no file format for suffix '\.npz'"):
         irpass.save(models.mlp(), tmp_path / "m.npz")
     with pytest.raises(TypeError, match="expected an IRModule"):
         irpass.save(Function([], const(1.0)), tmp_path / "f.txt")

@@ -1,10 +1,11 @@
 """irpass: compiler passes over a tensor-program IR, with plugins for everything else.
 
 The common names of :mod:`irpass.ir` are re-exported here, along with the
-op builders (:mod:`irpass.op`), the evaluator and the text format.
+op builders (:mod:`irpass.op`), the evaluator, :func:`load`/:func:`save` (model
+files by suffix) and the plugin markers :data:`hookimpl` / :data:`hookspec`.
 """
 
-from importlib.metadata import PackageNotFoundError
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from . import instrument, op, transform
@@ -15,10 +16,12 @@ from .errors import (
     PassDependencyError,
     PassError,
     PassReturnTypeError,
+    PipelineSyntaxError,
     TypeInferenceError,
     WellFormedError,
 )
 from .evaluator import evaluate
+from .formats import load, save
 from .ir import (
     Call,
     Constant,
@@ -43,11 +46,12 @@ from .ir import (
     structural_hash,
     var,
 )
-from .ir.serialize import load, save
+from .plugins import hookimpl
+from .plugins.hookspec import hookspec
 
 try:
     __version__ = _version("irpass")
-except PackageNotFoundError:  # running from a source tree that is not installed
+except _PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 __all__ = [
@@ -67,6 +71,7 @@ __all__ = [
     "PassDependencyError",
     "PassError",
     "PassReturnTypeError",
+    "PipelineSyntaxError",
     "TensorType",
     "Tuple",
     "TupleGetItem",
@@ -78,6 +83,8 @@ __all__ = [
     "assert_structural_equal",
     "const",
     "evaluate",
+    "hookimpl",
+    "hookspec",
     "instrument",
     "load",
     "op",

@@ -16,6 +16,7 @@ __all__ = [
     "PassError",
     "PassDependencyError",
     "PassReturnTypeError",
+    "PipelineSyntaxError",
 ]
 
 
@@ -117,3 +118,30 @@ class PassDependencyError(IRPassError):
     def __init__(self, message: str, chain: list[str]) -> None:
         self.chain = list(chain)
         super().__init__(message)
+
+
+class PipelineSyntaxError(IRPassError, ValueError):
+    """A textual pipeline that cannot be turned into passes (also a ``ValueError``).
+
+    Raised by :func:`irpass.transform.parse_pipeline` for bad syntax and for
+    what the text names: an unknown pass, an unknown or ill-typed option, a
+    cycle among named pipelines. ``text`` is the pipeline text the error is in
+    (for a named pipeline: its own text), ``column`` the 1-based character
+    offset in it, and ``message`` the bare reason; ``str(err)`` shows the
+    offending line with a caret under the column.
+    """
+
+    def __init__(self, message: str, text: str, column: int) -> None:
+        self.message = message
+        self.text = text
+        self.column = column
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        offset = min(max(self.column - 1, 0), len(self.text))
+        start = self.text.rfind("\n", 0, offset) + 1
+        end = self.text.find("\n", offset)
+        line = self.text[start:] if end < 0 else self.text[start:end]
+        # copy tabs so the caret lines up under tab-indented text
+        pad = "".join("\t" if c == "\t" else " " for c in line[: offset - start])
+        return f"pipeline, column {self.column}: {self.message}\n  {line}\n  {pad}^"

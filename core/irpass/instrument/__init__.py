@@ -8,20 +8,37 @@ built-ins:
 - :class:`PrintBeforeAll`, :class:`PrintAfterAll`,
   :class:`PassPrintingInstrument`: print the module around all / named passes;
 - :class:`DumpIR`: write the module after each pass into numbered files.
+
+Instruments have names in a registry (:func:`register_instrument`,
+:func:`get_instrument`), which is how config files and the CLI switch them on.
 """
 
 from .base import PassInstrument, pass_instrument
 from .dump import DumpIR
 from .printing import PassPrintingInstrument, PrintAfterAll, PrintBeforeAll
+from .registry import (
+    InstrumentEntry,
+    get_instrument,
+    get_instrument_entry,
+    list_instruments,
+    parse_instrument_spec,
+    register_instrument,
+)
 from .timing import PassTimingInstrument, TimingRow
 
 __all__ = [
     "DumpIR",
+    "InstrumentEntry",
     "PassInstrument",
     "PassPrintingInstrument",
     "PassTimingInstrument",
     "PrintAfterAll",
     "PrintBeforeAll",
     "TimingRow",
+    "get_instrument",
+    "get_instrument_entry",
+    "list_instruments",
+    "parse_instrument_spec",
     "pass_instrument",
+    "register_instrument",
 ]

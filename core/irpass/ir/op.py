@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._lazy_plugins import ensure_plugins
 from .attrs import EMPTY_ATTRS, Attrs, normalize_attr_value
 from .expr import Expr, _set
 from .types import SUPPORTED_DTYPES, Type, normalize_dtype
@@ -33,6 +34,7 @@ __all__ = [
     "AttrField",
     "REQUIRED",
     "register_op",
+    "unregister_op",
     "list_ops",
     "check_op_name",
     "RESERVED_NAMES",
@@ -269,6 +271,11 @@ class Op(Expr):
         try:
             return _REGISTRY[name]
         except KeyError:
+            pass
+        ensure_plugins()  # a plugin's op: load the plugins once, then look again
+        try:
+            return _REGISTRY[name]
+        except KeyError:
             close = difflib.get_close_matches(name, list(_REGISTRY), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ValueError(f"unknown op {name!r}{hint}") from None
@@ -375,6 +382,11 @@ def _checked_field(op: str, f: AttrField) -> AttrField:
         return f
     default = normalize_attr_value(f.convert(f.default, f"{op}.{f.name}"), f.name)
     return dataclasses.replace(f, default=default)
+
+
+def unregister_op(name: str) -> None:
+    """Forget op ``name`` (the plugin manager's undo when a plugin fails half-way)."""
+    _REGISTRY.pop(name, None)
 
 
 def list_ops() -> list[str]:

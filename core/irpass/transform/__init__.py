@@ -5,7 +5,10 @@
   :func:`function_pass`;
 - :class:`PassContext` (opt level, required/disabled passes, config,
   instruments, diagnostics) and :func:`register_config_option`;
-- the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`.
+- the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`;
+- the default pipeline that plugins extend (:func:`default_pipeline`,
+  :class:`PipelineInsertion`, :func:`pipeline_plan`) and textual pipelines
+  (:func:`parse_pipeline`).
 
 Registered passes are attributes of this module: ``irpass.transform.FoldConstant()``
 calls the factory registered as ``"FoldConstant"``, wherever it came from.
@@ -16,6 +19,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from . import registry
 from .builtin import Identity, PrintIR
 from .config import ConfigOption, PassConfig, list_config_options, register_config_option
 from .context import PassContext
@@ -23,8 +27,17 @@ from .decorators import function_pass, module_pass
 from .diagnostics import Diagnostic, DiagnosticContext
 from .info import PassInfo
 from .passes import FunctionPass, ModulePass, Pass, Sequential
+from .pipeline import (
+    PIPELINE_PHASES,
+    PipelineInsertion,
+    add_pipeline_insertion,
+    default_pipeline,
+    list_pipeline_insertions,
+    pipeline_plan,
+    remove_pipeline_insertions,
+)
+from .pipeline_text import PipelineSyntaxError, parse_pipeline
 from .registry import (
-    _PASSES,
     PassEntry,
     close_pass_names,
     get_pass,
@@ -40,29 +53,38 @@ __all__ = [
     "FunctionPass",
     "Identity",
     "ModulePass",
+    "PIPELINE_PHASES",
     "Pass",
     "PassConfig",
     "PassContext",
     "PassEntry",
     "PassInfo",
+    "PipelineInsertion",
+    "PipelineSyntaxError",
     "PrintIR",
     "Sequential",
+    "add_pipeline_insertion",
     "close_pass_names",
+    "default_pipeline",
     "function_pass",
     "get_pass",
     "get_pass_entry",
     "list_config_options",
     "list_passes",
+    "list_pipeline_insertions",
     "module_pass",
+    "parse_pipeline",
+    "pipeline_plan",
     "register_config_option",
     "register_pass",
+    "remove_pipeline_insertions",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """``irpass.transform.X`` for a pass registered as ``"X"`` (by the core or a plugin)."""
     if not name.startswith("_"):
-        entry = _PASSES.get(name)
+        entry = registry.lookup(name)
         if entry is not None:
             return entry.factory
         close = close_pass_names(name)
@@ -76,4 +98,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PASSES))
+    return sorted(set(globals()) | set(list_passes()))

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._lazy_plugins import ensure_plugins
+
 __all__ = ["ConfigOption", "PassConfig", "register_config_option", "list_config_options"]
 
 
@@ -24,14 +26,17 @@ class ConfigOption:
     """A registered configuration key: its value type, default and documentation.
 
     ``value_type`` is a type or a tuple of types; ``default`` may be ``None``
-    (meaning "not set") even when ``None`` is not an accepted value.
+    (meaning "not set") even when ``None`` is not an accepted value. ``owner``
+    names who registered it (the core or a plugin); a plugin returning options
+    from ``irpass_register_config_options`` leaves it empty and the plugin
+    manager fills in the plugin's name.
     """
 
     key: str
     value_type: type | tuple[type, ...]
-    default: Any
-    description: str
-    owner: str
+    default: Any = None
+    description: str = ""
+    owner: str = ""
 
     def check(self, value: Any) -> Any:
         """``value`` converted to this option's type, or a ``TypeError`` naming the key."""
@@ -53,6 +58,11 @@ class ConfigOption:
 
 
 _OPTIONS: dict[str, ConfigOption] = {}
+
+
+def unregister_config_option(key: str) -> None:
+    """Forget option ``key`` (the plugin manager's undo when a plugin fails half-way)."""
+    _OPTIONS.pop(key, None)
 
 
 def register_config_option(
@@ -119,6 +129,8 @@ class PassConfig(Mapping):
             for key, value in values.items():
                 option = _OPTIONS.get(key)
                 if option is None:
+                    option = _plugin_option(key)
+                if option is None:
                     raise ValueError(_unknown_key_message(key))
                 checked[key] = option.check(value)
         self._values = checked
@@ -154,6 +166,12 @@ class PassConfig(Mapping):
 
     def __repr__(self) -> str:
         return f"PassConfig({self._values!r})"
+
+
+def _plugin_option(key: object) -> ConfigOption | None:
+    """The option ``key`` after loading the plugins (they declare options when loaded)."""
+    ensure_plugins()
+    return _OPTIONS.get(key)  # type: ignore[arg-type]
 
 
 def _unknown_key_message(key: object) -> str:

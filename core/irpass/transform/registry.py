@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, overload
 
+from .._lazy_plugins import ensure_plugins
 from ..errors import PassDependencyError, PassError
 from ..ir.module import IRModule
 from .context import PassContext
@@ -140,16 +141,31 @@ def get_pass(name: str, *args: Any, **kwargs: Any) -> Pass:
 
 def get_pass_entry(name: str) -> PassEntry:
     """The registry entry of ``name``; a ``KeyError`` listing close names if absent."""
-    try:
-        return _PASSES[name]
-    except KeyError:
-        raise KeyError(_unknown_message(name)) from None
-    except TypeError:
-        raise TypeError(f"pass names are str, got {name!r}") from None
+    if not isinstance(name, str):
+        raise TypeError(f"pass names are str, got {name!r}")
+    entry = lookup(name)
+    if entry is None:
+        raise KeyError(_unknown_message(name))
+    return entry
+
+
+def lookup(name: str) -> PassEntry | None:
+    """The entry of ``name``, loading the plugins first if it is not registered yet; or None."""
+    entry = _PASSES.get(name)
+    if entry is None:
+        ensure_plugins()
+        entry = _PASSES.get(name)
+    return entry
+
+
+def unregister_pass(name: str) -> None:
+    """Forget pass ``name`` (the plugin manager's undo when a plugin fails half-way)."""
+    _PASSES.pop(name, None)
 
 
 def list_passes() -> list[str]:
-    """The names of all registered passes, sorted."""
+    """The names of all registered passes (the plugins' too), sorted."""
+    ensure_plugins()
     return sorted(_PASSES)
 
 
@@ -196,7 +212,7 @@ def _requirement_order(
             )
         if name in done or name in disabled:
             return
-        entry = _PASSES.get(name)
+        entry = lookup(name)
         if entry is None:
             chain_text = " -> ".join(chain + [name])
             close = close_pass_names(name)
@@ -222,6 +238,7 @@ def _requirement_order(
     for name in required:
         visit(name, [top])
     return order
+
 
 
 def _make_entry(obj: Any, name: str | None, owner: str | None) -> PassEntry:

@@ -1,0 +1,372 @@
+"""``irpass optimize``: run the pipeline over a model, write the result, summarize.
+
+The model is a file (``irpass.load``: its format from its suffix) or, with no
+MODEL, a network from :mod:`irpass.testing.models` (``--example``, default
+``resnet``). The pipeline, opt level, required/disabled passes and
+instruments come from the settings (command line > environment > config
+file). The result goes to ``-o OUT`` (``irpass.save``, format from the
+suffix) or, as text, to stdout; the summary goes to stderr so stdout stays a
+parseable module.
+
+``--check`` runs the input and the result on the same random inputs
+(``irpass.testing.random_inputs``) and fails (exit 1, nothing written) when
+an output differs beyond ``rtol``/``atol`` (``numpy.allclose``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from ..instrument.base import PassInstrument
+from ..ir import Call, IRModule, Op
+from ..ir.functor import post_order_visit
+from .errors import CommandFailed, UsageError
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..transform import Pass, PassInfo
+
+__all__ = ["add_arguments", "run", "count_nodes", "compare_outputs", "example_models"]
+
+DEFAULT_EXAMPLE = "resnet"
+_WIDTH = 100  # where the summary's pass list wraps
+
+
+def example_models() -> dict[str, Callable[[], IRModule]]:
+    """The networks ``--example`` can build, by name (the builders' default sizes)."""
+    from ..testing.models import MODELS, transformer_encoder
+
+    # the module's table says "transformer"; the builder's own name works too
+    return {**MODELS, "transformer_encoder": transformer_encoder}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``optimize``'s own arguments (the pass options are added by :mod:`.main`)."""
+    examples = sorted(example_models())
+    parser.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="model file to optimize, format by suffix (.txt/.ir: the text format); "
+        f"without it, the example network --example (default {DEFAULT_EXAMPLE})",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the result to OUT (format by suffix) instead of printing its text",
+    )
+    parser.add_argument(
+        "--example",
+        choices=examples,
+        metavar="NAME",
+        help=f"the built-in network to optimize when no MODEL is given: {', '.join(examples)}",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run the model before and after on random inputs and fail (exit 1) "
+        "if an output differs beyond --rtol/--atol",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the --check inputs (default 0)"
+    )
+    parser.add_argument(
+        "--rtol", type=float, default=1e-5, help="relative tolerance of --check (default 1e-5)"
+    )
+    parser.add_argument(
+        "--atol", type=float, default=1e-6, help="absolute tolerance of --check (default 1e-6)"
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no summary on stderr"
+    )
+
+
+class _Recorder(PassInstrument):
+    """Notes every pass that starts running, so the summary can list them.
+
+    The Sequentials that only group passes (whose ``PassInfo`` objects are
+    given) are left out: the summary lists the passes that did the work.
+    """
+
+    name = "irpass-cli-recorder"
+
+    def __init__(self, containers: set[int]) -> None:
+        self._containers = containers
+        self.ran: list[str] = []
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        """Record the pass by name, unless it is one of the pipeline's Sequentials."""
+        if id(info) not in self._containers:
+            self.ran.append(info.name)
+
+
+def _container_infos(p: Pass) -> set[int]:
+    """Identities of the ``PassInfo`` of every Sequential in the pipeline tree."""
+    from ..transform import Sequential
+
+    out: set[int] = set()
+    stack = [p]
+    while stack:
+        q = stack.pop()
+        if isinstance(q, Sequential):
+            out.add(id(q.info))
+            stack.extend(q.passes)
+    return out
+
+
+@dataclass
+class _Counts:
+    nodes: int = 0
+    ops: Counter[str] = field(default_factory=Counter)
+
+
+def count_nodes(mod: IRModule) -> tuple[int, Counter[str]]:
+    """The number of distinct expression nodes of each function (ops themselves not
+    counted), summed over the module, and the number of calls of each op."""
+    counts = _Counts()
+
+    def visit(node: Any) -> None:
+        if type(node) is Op:
+            return
+        counts.nodes += 1
+        if type(node) is Call and type(node.op) is Op:
+            counts.ops[node.op.name] += 1
+
+    for _, func in mod.items():
+        post_order_visit(func, visit)
+    return counts.nodes, counts.ops
+
+
+def _flatten(value: Any, label: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, tuple):
+        for i, item in enumerate(value):
+            yield from _flatten(item, f"{label}[{i}]")
+    else:
+        yield label, value
+
+
+def compare_outputs(before: Any, after: Any, rtol: float, atol: float) -> list[str]:
+    """One line per output of ``after`` that differs from ``before`` beyond the
+    tolerances (``numpy.allclose``, NaNs equal); empty when all match."""
+    import numpy as np
+
+    problems: list[str] = []
+    old = list(_flatten(before, "output"))
+    new = list(_flatten(after, "output"))
+    if len(old) != len(new):
+        return [f"the result has {len(new)} output(s) instead of {len(old)}"]
+    for (label, a), (_, b) in zip(old, new, strict=True):
+        a = np.asarray(a)
+        b = np.asarray(b)
+        if a.shape != b.shape:
+            problems.append(f"{label}: shape {a.shape} became {b.shape}")
+            continue
+        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+            if not np.array_equal(a, b):
+                problems.append(f"{label}: values differ")
+            continue
+        if np.allclose(b, a, rtol=rtol, atol=atol, equal_nan=True):
+            continue
+        close = np.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        worst = float(np.nanmax(diff)) if np.any(~np.isnan(diff)) else float("nan")
+        bad = int(close.size - np.count_nonzero(close))
+        problems.append(
+            f"{label}: {bad} of {close.size} element(s) differ, max abs error {worst:.3g}"
+        )
+    return problems
+
+
+def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
+    if args.model is not None:
+        if args.example is not None:
+            raise UsageError(
+                "give a MODEL file or --example, not both", hint="see 'irpass optimize --help'"
+            )
+        from ..formats import load
+
+        return load(args.model), args.model
+    name = args.example or DEFAULT_EXAMPLE
+    return example_models()[name](), f"example {name}"
+
+
+def _check_output_path(path: str) -> None:
+    """Fail before any pass runs when the result could not be written."""
+    from ..formats import format_for
+
+    format_for(path, for_="save")
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise FileNotFoundError(2, "no such directory to write the result into", str(parent))
+
+
+def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
+    from ..evaluator import evaluate
+
+    return evaluate(mod, **inputs)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``optimize`` command; returns the exit code (failures raise, see :mod:`.main`)."""
+    from ..errors import IRPassError
+    from ..testing import random_inputs
+    from ..transform import PassContext
+
+    if args.output is not None:
+        _check_output_path(args.output)
+    mod, label = _load_model(args)
+    pipeline = settings.build_pipeline()
+
+    expected = inputs = None
+    if args.check:
+        inputs = random_inputs(mod, args.seed)
+        try:
+            expected = _evaluate(mod, inputs)
+        except IRPassError as exc:
+            raise ValueError(f"--check: cannot run the input model ({label}): {exc}") from exc
+
+    base = settings.pass_context()
+    recorder = _Recorder(_container_infos(pipeline))
+    # the recorder joins a copy of the configured context, ahead of the user's instruments
+    ctx = PassContext(
+        opt_level=base.opt_level,
+        required_pass=base.required_pass,
+        disabled_pass=base.disabled_pass,
+        instruments=[recorder, *base.instruments],
+        config=dict(base.config),
+    )
+    # stdout is for the result: whatever passes print while running goes to stderr
+    with ctx, contextlib.redirect_stdout(sys.stderr):
+        try:
+            start = perf_counter()
+            try:
+                result = pipeline(mod)
+            except IRPassError as exc:
+                raise CommandFailed(str(exc)) from exc
+            elapsed = perf_counter() - start
+        finally:
+            # render() forgets everything when the context is left
+            _print_instrument_reports(base.instruments)
+
+    check_line = None
+    if args.check:
+        assert inputs is not None
+        try:
+            actual = _evaluate(result, inputs)
+        except IRPassError as exc:
+            raise CommandFailed(f"--check: the optimized module fails to run: {exc}") from exc
+        problems = compare_outputs(expected, actual, args.rtol, args.atol)
+        if problems:
+            shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+            raise CommandFailed(
+                f"--check: the optimized module computes something else ({label}, seed "
+                f"{args.seed}, rtol={args.rtol:g}, atol={args.atol:g}):\n  {shown}"
+            )
+        n = len(list(_flatten(expected, "output")))
+        check_line = (
+            f"ok, {n} output(s) match (seed {args.seed}, rtol={args.rtol:g}, atol={args.atol:g})"
+        )
+
+    if args.output is not None:
+        from ..formats import save
+
+        save(result, args.output)
+    else:
+        text = result.astext()
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+    if not args.quiet:
+        shown = "default_pipeline" if settings.pipeline in (None, "default") else (
+            f"pipeline {settings.pipeline!r}")
+        summary = _Summary(label, shown, ctx.opt_level, recorder.ran, elapsed)
+        sys.stderr.write(summary.render(mod, result, check_line, args.output))
+    return 0
+
+
+def _print_instrument_reports(instruments: tuple[PassInstrument, ...]) -> None:
+    for inst in instruments:
+        render = getattr(inst, "render", None)
+        if callable(render):
+            text = render()
+            if text:
+                sys.stderr.write(text if text.endswith("\n") else text + "\n")
+
+
+@dataclass
+class _Summary:
+    """What ``optimize`` prints on stderr after a run."""
+
+    label: str
+    pipeline: str
+    opt_level: int
+    ran: list[str]
+    seconds: float
+
+    def render(
+        self, before: IRModule, after: IRModule, check: str | None, output: str | None
+    ) -> str:
+        """The summary text: header, passes, time, node counts, check, op table."""
+        nodes_before, ops_before = count_nodes(before)
+        nodes_after, ops_after = count_nodes(after)
+        lines = [f"irpass optimize: {self.label}, {self.pipeline} at opt_level {self.opt_level}"]
+        fields = [
+            ("passes", _pass_list(self.ran)),
+            ("time", f"{self.seconds * 1e3:.1f} ms"),
+            ("nodes", f"{nodes_before} -> {nodes_after}"),
+        ]
+        if check is not None:
+            fields.append(("check", check))
+        if output is not None:
+            fields.append(("wrote", output))
+        for key, value in fields:
+            lines.append(_wrap(f"  {key + ':':<9}", value))
+        table = _op_table(ops_before, ops_after)
+        if table:
+            lines.append("")
+            lines.extend("  " + row for row in table)
+        return "\n".join(lines) + "\n"
+
+
+def _pass_list(ran: list[str]) -> str:
+    """``"5 run: InferType, FoldConstant x2, ..."``: names in first-run order with counts."""
+    if not ran:
+        return "none ran"
+    counts = Counter(ran)
+    names = [n if counts[n] == 1 else f"{n} x{counts[n]}" for n in dict.fromkeys(ran)]
+    return f"{len(ran)} run: " + ", ".join(names)
+
+
+def _wrap(prefix: str, text: str) -> str:
+    """``prefix + text``, wrapped after commas at :data:`_WIDTH` columns, aligned."""
+    lines: list[str] = []
+    line = prefix
+    for word in text.split(" "):
+        if len(line) + len(word) + 1 > _WIDTH and line.strip():
+            lines.append(line.rstrip())
+            line = " " * len(prefix)
+        line += word + " "
+    lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def _op_table(before: Counter[str], after: Counter[str]) -> list[str]:
+    from .info import format_table
+
+    names = sorted(set(before) | set(after))
+    if not names:
+        return []
+    rows = []
+    for name in names:
+        b, a = before.get(name, 0), after.get(name, 0)
+        change = "" if a == b else f"{a - b:+d}"
+        rows.append((name, str(b), str(a), change))
+    return format_table(("op", "before", "after", "change"), rows, align="<>>>").splitlines()

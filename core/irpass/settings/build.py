@@ -1,0 +1,55 @@
+"""Making the objects the settings describe: the PassContext and the pipeline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .validate import context_parts, pipeline_problem
+
+if TYPE_CHECKING:
+    from ..transform import PassContext, Sequential
+    from .model import Settings
+
+__all__ = ["build_pipeline", "pass_context"]
+
+
+def pass_context(settings: Settings) -> PassContext:
+    """A new PassContext from ``settings`` (see :meth:`Settings.pass_context`)."""
+    from ..instrument import get_instrument
+    from ..transform import PassContext
+
+    parts = context_parts(settings)
+    instruments = []
+    for index, (name, args, kwargs) in parts.instruments:
+        try:
+            instruments.append(get_instrument(name, *args, **kwargs))
+        except Exception as exc:  # a plugin's factory may raise anything: name the setting
+            text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            if not text.startswith("cannot create instrument"):
+                text = f"cannot create instrument {name!r}: {type(exc).__name__}: {text}"
+            origin = settings.origin_of("instruments", index)
+            raise origin.error(
+                f"instruments.{name}", None, text, value=":".join([name, *map(str, args)])
+            ) from exc
+    return PassContext(
+        opt_level=settings.opt_level,
+        required_pass=settings.required_pass,
+        disabled_pass=settings.disabled_pass,
+        instruments=instruments,
+        config=parts.config,
+    )
+
+
+def build_pipeline(settings: Settings) -> Sequential:
+    """The pipeline ``settings`` names (see :meth:`Settings.build_pipeline`)."""
+    from ..transform import PipelineSyntaxError, default_pipeline, parse_pipeline
+
+    text = settings.pipeline
+    if text is None or text.strip() == "default":
+        return default_pipeline(settings.opt_level)
+    try:
+        return parse_pipeline(text, named=dict(settings.pipelines), opt_level=settings.opt_level)
+    except (PipelineSyntaxError, KeyError, TypeError, ValueError) as exc:
+        error = settings.origin_of("pipeline").error(None, "pipeline", pipeline_problem(exc))
+        raise error from exc
+

@@ -1,0 +1,91 @@
+"""Testing plugins: run code against a plugin set of its own, and put everything back after.
+
+irpass's registries (passes, ops, config options, instruments, file formats,
+pipeline insertions) and its plugin manager are process-wide. A pass pack's
+tests use :func:`isolated_plugins` to load exactly the plugins they mean to
+test, without the ones installed in the environment::
+
+    from irpass.plugins import PluginSettings
+    from irpass.testing.plugins import isolated_plugins
+
+    def test_my_pass_is_registered():
+        with isolated_plugins(PluginSettings(autoload=False, modules=("my_pack.plugin",))):
+            assert "MyPass" in irpass.transform.list_passes()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .. import formats, plugins
+from ..instrument import registry as instruments
+from ..ir import op as ops
+from ..plugins.manager import CORE, PluginManager
+from ..plugins.specs import PluginSettings
+from ..transform import config as options
+from ..transform import pipeline
+from ..transform import registry as passes
+
+__all__ = ["RegistrySnapshot", "isolated_plugins"]
+
+
+@dataclass
+class RegistrySnapshot:
+    """A copy of every registry and of the plugin manager, to restore later."""
+
+    passes: dict[str, Any]
+    options: dict[str, Any]
+    ops: dict[str, Any]
+    instruments: dict[str, Any]
+    formats: dict[str, Any]
+    insertions: list[Any]
+    manager: PluginManager | None
+    manager_state: Any = None
+
+    @classmethod
+    def take(cls) -> RegistrySnapshot:
+        """Copy the current state."""
+        return cls(dict(passes._PASSES), dict(options._OPTIONS), dict(ops._REGISTRY),
+                   dict(instruments._INSTRUMENTS), dict(formats._BY_SUFFIX),
+                   list(pipeline._INSERTIONS), plugins._manager,
+                   plugins._manager._state() if plugins._manager is not None else None)
+
+    def restore(self) -> None:
+        """Put the copied state back (the registries are updated in place)."""
+        for live, saved in ((passes._PASSES, self.passes), (options._OPTIONS, self.options),
+                            (ops._REGISTRY, self.ops), (instruments._INSTRUMENTS, self.instruments),
+                            (formats._BY_SUFFIX, self.formats)):
+            live.clear()
+            live.update(saved)
+        pipeline._INSERTIONS[:] = self.insertions
+        plugins._manager = self.manager
+        if self.manager is not None:
+            self.manager._restore_state(self.manager_state)
+
+    def core_only(self) -> RegistrySnapshot:
+        """This state without anything a plugin (or a test) contributed: what the core registers."""
+
+        def own(d: dict[str, Any], owner: Any) -> dict[str, Any]:
+            return {k: v for k, v in d.items() if owner(v) == CORE}
+
+        return RegistrySnapshot(
+            own(self.passes, lambda e: e.owner), own(self.options, lambda o: o.owner),
+            own(self.ops, lambda o: o.owner), own(self.instruments, lambda e: e.owner),
+            own(self.formats, lambda e: e.owner),
+            [(o, i) for o, i in self.insertions if o == CORE], None)
+
+
+@contextmanager
+def isolated_plugins(settings: PluginSettings | None = None) -> Iterator[PluginManager]:
+    """Within the block, only the core's registrations plus the plugins ``settings``
+    load (default ``PluginSettings()``: the installed entry points); afterwards,
+    everything as it was. Yields the block's plugin manager."""
+    saved = RegistrySnapshot.take()
+    saved.core_only().restore()
+    try:
+        yield plugins.load(settings if settings is not None else PluginSettings())
+    finally:
+        saved.restore()
