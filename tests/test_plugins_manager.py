@@ -2,7 +2,7 @@
 
 Plugins here are in-memory objects (``irpass.plugins.register``) or modules
 written into a temporary directory and announced as fake entry points (the
-manager's ``_entry_points`` is monkeypatched). A fake entry point that should
+manager's ``entry_points`` is monkeypatched). A fake entry point that should
 report a distribution comes from a ``*.dist-info`` directory read with
 ``importlib.metadata.PathDistribution``, so ``ep.dist`` is real. Every plugin
 module can append to ``events.log`` (a module of its own per test) to show when
@@ -79,7 +79,7 @@ class FakeSite:
         self.entry_points: list[metadata.EntryPoint] = []
         self.created: list[str] = []
         monkeypatch.syspath_prepend(str(self.root))
-        monkeypatch.setattr(manager_module, "_entry_points", lambda: list(self.entry_points))
+        monkeypatch.setattr(manager_module, "entry_points", lambda: list(self.entry_points))
         self.events_name = self.module("events", "log = []\n")
         self.events = importlib.import_module(self.events_name)
 

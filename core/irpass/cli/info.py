@@ -15,10 +15,24 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..plugins import get_plugin_manager
+from ..transform import (
+    FunctionPass,
+    ModulePass,
+    Pass,
+    Sequential,
+    get_pass,
+    get_pass_entry,
+    list_passes,
+    pipeline_plan,
+    registry,
+)
+from .common import validate
+
 if TYPE_CHECKING:
     from ..plugins import PluginRecord
     from ..settings import Settings
-    from ..transform import Pass, PassEntry
+    from ..transform import PassEntry
 
 __all__ = [
     "format_table",
@@ -70,8 +84,6 @@ def _first_line(text: str | None) -> str:
 
 def _generic_docs() -> set[str | None]:
     """Docstrings of the core's pass classes: they describe the class, not the pass."""
-    from ..transform import FunctionPass, ModulePass, Pass, Sequential
-
     return {c.__doc__ for c in (Pass, ModulePass, FunctionPass, Sequential)} | {None, ""}
 
 
@@ -90,8 +102,6 @@ def _pass_doc(entry: PassEntry, made: Pass | None) -> str:
 
 def _describe_pass(entry: PassEntry) -> tuple[str, str, str]:
     """``(opt_level, required, description)`` of a registered pass, whatever its factory does."""
-    from ..transform import get_pass
-
     try:
         made = get_pass(entry.name)
     except TypeError:
@@ -110,8 +120,6 @@ def _describe_pass(entry: PassEntry) -> tuple[str, str, str]:
 
 def run_passes(args: argparse.Namespace, settings: Settings) -> int:
     """``irpass passes``: name, opt_level, required, plugin and description of every pass."""
-    from ..transform import get_pass_entry, list_passes
-
     rows = []
     for name in list_passes():
         entry = get_pass_entry(name)
@@ -150,9 +158,6 @@ def run_plugins(args: argparse.Namespace, settings: Settings) -> int:
     The settings are validated after the listing, so a config that names a
     pass of a broken plugin still shows the plugin and why it broke.
     """
-    from ..plugins import get_plugin_manager
-    from .main import validate
-
     records = get_plugin_manager().records()
     rows = [
         (
@@ -183,8 +188,6 @@ def run_plugins(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _owner(name: str) -> str:
-    from ..transform import registry
-
     entry = registry._PASSES.get(name)
     return entry.owner if entry is not None else "-"
 
@@ -192,8 +195,6 @@ def _owner(name: str) -> str:
 def pipeline_tree(root: Pass) -> list[tuple[str, str, str, str]]:
     """Rows ``(pass, opt_level, required, plugin)`` of a pass tree, Sequentials'
     children indented under them."""
-    from ..transform import Sequential
-
     rows: list[tuple[str, str, str, str]] = []
     stack: list[tuple[Pass, int]] = [(root, 0)]
     while stack:
@@ -210,8 +211,6 @@ def pipeline_tree(root: Pass) -> list[tuple[str, str, str, str]]:
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
     """``irpass pipeline``: the default pipeline's plan, or the configured pipeline's tree."""
-    from ..transform import pipeline_plan
-
     if settings.pipeline not in (None, "default"):
         root = settings.build_pipeline()
         _out(f"pipeline {settings.pipeline!r}\n")
@@ -260,8 +259,6 @@ def run_config(args: argparse.Namespace, settings: Settings) -> int:
 
     Validated after printing, so a wrong config file is shown, then reported.
     """
-    from .main import validate
-
     described = [(str(k), format_value(v), str(s)) for k, v, s in settings.describe()]
     if described:
         key_width = max(len(k) for k, _, _ in described)

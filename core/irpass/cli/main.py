@@ -18,19 +18,23 @@ import os
 import platform
 import sys
 import traceback
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import irpass
+
+from ..errors import IRPassError, ParseError, PassDependencyError, PassError
+from ..plugins import load
+from ..settings import load_settings
+from . import info, optimize
+from .common import PROG, validate, warnings_as_lines
 from .errors import CommandFailed, UsageError
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
 __all__ = ["build_parser", "main", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
-
-PROG = "irpass"
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -72,8 +76,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version_text() -> str:
-    import irpass
-
     where = Path(irpass.__file__).resolve().parent
     return f"irpass {irpass.__version__} from {where} (Python {platform.python_version()})"
 
@@ -192,21 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
             allow_abbrev=False,
         )
 
-    from .optimize import add_arguments as add_optimize_arguments
-
     opt = command("optimize", "run the pipeline over a model and write the result")
-    add_optimize_arguments(opt)
+    optimize.add_arguments(opt)
     _add_pass_options(opt)
-    opt.set_defaults(handler=_handler("optimize", "run"), validate_first=True)
+    opt.set_defaults(handler=optimize.run, validate_first=True)
 
     passes = command("passes", "list the registered passes")
-    passes.set_defaults(handler=_handler("info", "run_passes"), validate_first=True)
+    passes.set_defaults(handler=info.run_passes, validate_first=True)
 
     plugins = command("plugins", "list the plugins, what each contributed, and failures")
     plugins.add_argument(
         "-v", "--verbose", action="store_true", help="list every contribution of each plugin"
     )
-    plugins.set_defaults(handler=_handler("info", "run_plugins"), validate_first=False)
+    plugins.set_defaults(handler=info.run_plugins, validate_first=False)
 
     pipeline = command(
         "pipeline", "show the default pipeline with the plugin behind each pass"
@@ -218,23 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PIPELINE",
         help="show this pipeline (a name or pipeline string) as a tree instead",
     )
-    pipeline.set_defaults(handler=_handler("info", "run_pipeline"), validate_first=True)
+    pipeline.set_defaults(handler=info.run_pipeline, validate_first=True)
 
     config = command("config", "show the effective configuration and where each value came from")
     _add_pass_options(config)
-    config.set_defaults(handler=_handler("info", "run_config"), validate_first=False)
+    config.set_defaults(handler=info.run_config, validate_first=False)
     return parser
-
-
-def _handler(module: str, func: str) -> Callable[[argparse.Namespace, Settings], int]:
-    """A command's function, imported only when that command runs."""
-
-    def run(args: argparse.Namespace, settings: Settings) -> int:
-        from importlib import import_module
-
-        return getattr(import_module(f"{__package__}.{module}"), func)(args, settings)
-
-    return run
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -274,40 +263,10 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def prepare(args: argparse.Namespace) -> Settings:
     """Resolve the settings and load the plugins they allow (warnings become one-liners)."""
-    from ..plugins import load
-    from ..settings import load_settings
-
     settings = load_settings(cli=cli_overrides(args), environ=os.environ, cwd=Path.cwd())
-    with _warnings_as_lines():
+    with warnings_as_lines():
         load(settings.plugin_settings)
     return settings
-
-
-def validate(settings: Settings) -> list[str]:
-    """``settings.validate()``, with its warnings printed as ``irpass: warning:`` lines;
-    returns its notes (settings ignored on purpose, e.g. a disabled plugin's section)."""
-    with _warnings_as_lines():
-        return list(settings.validate() or ())
-
-
-class _warnings_as_lines:
-    """Collects the warnings irpass itself issues and prints each as ``irpass: warning: ...``;
-    anyone else's warnings go on to the normal warning machinery."""
-
-    def __enter__(self) -> None:
-        self._catcher = warnings.catch_warnings(record=True)
-        self._caught = self._catcher.__enter__()
-        # every occurrence: the plugin manager reports each broken plugin once itself
-        warnings.simplefilter("always")
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._catcher.__exit__(*exc_info)
-        for w in self._caught:
-            category = w.category
-            if issubclass(category, UserWarning) and category.__module__.startswith("irpass"):
-                print(f"{PROG}: warning: {w.message}", file=sys.stderr)
-            else:
-                warnings.warn_explicit(w.message, category, w.filename, w.lineno)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -362,8 +321,6 @@ def describe_error(exc: BaseException, *, traceback_shown: bool = False) -> tupl
     Errors irpass reports on purpose (bad input, failed passes) are their own
     message; anything else is a bug somewhere, and says so.
     """
-    from ..errors import IRPassError, ParseError, PassDependencyError, PassError
-
     if isinstance(exc, CommandFailed):
         return EXIT_FAILED, str(exc)
     if isinstance(exc, UsageError):

@@ -25,10 +25,19 @@ from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..errors import IRPassError
+from ..evaluator import evaluate
+from ..formats import format_for, load, save
 from ..instrument.base import PassInstrument
 from ..ir import Call, IRModule, Op
 from ..ir.functor import post_order_visit
+from ..testing import random_inputs
+from ..testing.models import MODELS, transformer_encoder
+from ..transform import PassContext, Sequential
 from .errors import CommandFailed, UsageError
+from .info import format_table
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -42,8 +51,6 @@ _WIDTH = 100  # where the summary's pass list wraps
 
 def example_models() -> dict[str, Callable[[], IRModule]]:
     """The networks ``--example`` can build, by name (the builders' default sizes)."""
-    from ..testing.models import MODELS, transformer_encoder
-
     # the module's table says "transformer"; the builder's own name works too
     return {**MODELS, "transformer_encoder": transformer_encoder}
 
@@ -111,8 +118,6 @@ class _Recorder(PassInstrument):
 
 def _container_infos(p: Pass) -> set[int]:
     """Identities of the ``PassInfo`` of every Sequential in the pipeline tree."""
-    from ..transform import Sequential
-
     out: set[int] = set()
     stack = [p]
     while stack:
@@ -157,8 +162,6 @@ def _flatten(value: Any, label: str) -> Iterator[tuple[str, Any]]:
 def compare_outputs(before: Any, after: Any, rtol: float, atol: float) -> list[str]:
     """One line per output of ``after`` that differs from ``before`` beyond the
     tolerances (``numpy.allclose``, NaNs equal); empty when all match."""
-    import numpy as np
-
     problems: list[str] = []
     old = list(_flatten(before, "output"))
     new = list(_flatten(after, "output"))
@@ -192,8 +195,6 @@ def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
             raise UsageError(
                 "give a MODEL file or --example, not both", hint="see 'irpass optimize --help'"
             )
-        from ..formats import load
-
         return load(args.model), args.model
     name = args.example or DEFAULT_EXAMPLE
     return example_models()[name](), f"example {name}"
@@ -201,8 +202,6 @@ def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
 
 def _check_output_path(path: str) -> None:
     """Fail before any pass runs when the result could not be written."""
-    from ..formats import format_for
-
     format_for(path, for_="save")
     parent = Path(path).parent
     if not parent.is_dir():
@@ -210,17 +209,11 @@ def _check_output_path(path: str) -> None:
 
 
 def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
-    from ..evaluator import evaluate
-
     return evaluate(mod, **inputs)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """The ``optimize`` command; returns the exit code (failures raise, see :mod:`.main`)."""
-    from ..errors import IRPassError
-    from ..testing import random_inputs
-    from ..transform import PassContext
-
     if args.output is not None:
         _check_output_path(args.output)
     mod, label = _load_model(args)
@@ -277,8 +270,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
 
     if args.output is not None:
-        from ..formats import save
-
         save(result, args.output)
     else:
         text = result.astext()
@@ -359,8 +350,6 @@ def _wrap(prefix: str, text: str) -> str:
 
 
 def _op_table(before: Counter[str], after: Counter[str]) -> list[str]:
-    from .info import format_table
-
     names = sorted(set(before) | set(after))
     if not names:
         return []

@@ -44,7 +44,7 @@ from .specs import (
     PluginWarning,
 )
 
-__all__ = ["PluginManager"]
+__all__ = ["PluginManager", "entry_points"]
 
 ENTRY_POINT_GROUP = "irpass"
 CORE = "irpass"
@@ -76,7 +76,7 @@ class PluginManager:
 
     def load(self) -> None:
         """Load the entry-point plugins (unless autoload is off) and the ``-p`` modules."""
-        eps = {ep.name: ep for ep in _entry_points()}
+        eps = {ep.name: ep for ep in entry_points()}
         if self.settings.autoload:
             for name in sorted(eps):
                 if name not in self._records:
@@ -464,7 +464,8 @@ def _close(name: str, known: Any) -> str:
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-def _entry_points() -> list[metadata.EntryPoint]:
+def entry_points() -> list[metadata.EntryPoint]:
+    """The installed plugins of the ``irpass`` entry-point group."""
     return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..instrument import get_instrument
+from ..transform import PassContext, PipelineSyntaxError, default_pipeline, parse_pipeline
 from .validate import context_parts, pipeline_problem
 
 if TYPE_CHECKING:
-    from ..transform import PassContext, Sequential
+    from ..transform import Sequential
     from .model import Settings
 
 __all__ = ["build_pipeline", "pass_context"]
@@ -15,9 +17,6 @@ __all__ = ["build_pipeline", "pass_context"]
 
 def pass_context(settings: Settings) -> PassContext:
     """A new PassContext from ``settings`` (see :meth:`Settings.pass_context`)."""
-    from ..instrument import get_instrument
-    from ..transform import PassContext
-
     parts = context_parts(settings)
     instruments = []
     for index, (name, args, kwargs) in parts.instruments:
@@ -42,8 +41,6 @@ def pass_context(settings: Settings) -> PassContext:
 
 def build_pipeline(settings: Settings) -> Sequential:
     """The pipeline ``settings`` names (see :meth:`Settings.build_pipeline`)."""
-    from ..transform import PipelineSyntaxError, default_pipeline, parse_pipeline
-
     text = settings.pipeline
     if text is None or text.strip() == "default":
         return default_pipeline(settings.opt_level)

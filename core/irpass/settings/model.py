@@ -8,10 +8,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..plugins import PluginSettings, load
+from ..transform import list_config_options
+from . import build, validate
 from .errors import DEFAULT, Origin
 
 if TYPE_CHECKING:
-    from ..plugins import PluginManager, PluginSettings
+    from ..plugins import PluginManager
     from ..transform import PassContext, Sequential
 
 __all__ = ["InstrumentSpec", "Settings"]
@@ -86,8 +89,6 @@ class Settings:
     @property
     def plugin_settings(self) -> PluginSettings:
         """The plugin part, for :func:`irpass.plugins.load`."""
-        from ..plugins import PluginSettings
-
         return PluginSettings(
             autoload=self.plugins_autoload,
             modules=self.plugins_modules,
@@ -98,8 +99,6 @@ class Settings:
 
     def load_plugins(self) -> PluginManager:
         """Load the process's plugins with :attr:`plugin_settings` (``irpass.plugins.load``)."""
-        from ..plugins import load
-
         return load(self.plugin_settings)
 
     # -- checks and construction ------------------------------------------------------------
@@ -114,9 +113,7 @@ class Settings:
         ``"config.example.max_depth: ignored: plugin 'example' is disabled"``;
         :meth:`describe` shows them too.
         """
-        from .validate import validate
-
-        return validate(self)
+        return validate.validate(self)
 
     @property
     def notes(self) -> list[str]:
@@ -131,17 +128,13 @@ class Settings:
         keys of disabled or failed plugins are left out (see :meth:`validate`).
         Raises :class:`ConfigError` naming the key of whatever is wrong.
         """
-        from .build import pass_context
-
-        return pass_context(self)
+        return build.pass_context(self)
 
     def build_pipeline(self) -> Sequential:
         """The pipeline to run: ``default_pipeline(opt_level)`` when ``pipeline`` is
         ``None`` or ``"default"``, else ``pipeline`` parsed (names from ``pipelines``
         expand). A pipeline that does not parse is a :class:`ConfigError`."""
-        from .build import build_pipeline
-
-        return build_pipeline(self)
+        return build.build_pipeline(self)
 
     # -- display -----------------------------------------------------------------------------
     def describe(self, *, include_defaults: bool = False) -> list[tuple[str, Any, str]]:
@@ -197,8 +190,6 @@ class Settings:
         return [(key, value, self._with_notes(key, source)) for key, value, source in rows]
 
     def _default_config_rows(self) -> list[tuple[str, Any, str]]:
-        from ..transform import list_config_options
-
         return [
             (f"config.{key}", option.default, f"default ({option.owner})")
             for key, option in list_config_options().items()

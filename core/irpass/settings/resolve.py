@@ -35,6 +35,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..instrument import parse_instrument_spec
 from .errors import Origin
 from .files import ConfigFile, find_config_file
 from .model import InstrumentSpec, Settings
@@ -172,8 +173,6 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
 
 
 def _instrument_specs(values: tuple[str, ...], origin: Origin) -> tuple[InstrumentSpec, ...]:
-    from ..instrument import parse_instrument_spec
-
     specs = []
     for text in values:
         try:

@@ -28,6 +28,16 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..instrument import get_instrument_entry, list_instruments
+from ..plugins import get_plugin_manager
+from ..plugins import manager as plugin_manager
+from ..transform import (
+    PipelineSyntaxError,
+    close_pass_names,
+    list_config_options,
+    list_passes,
+    parse_pipeline,
+)
 from .errors import ConfigError, close_hint, close_names, did_you_mean, toml_type
 
 if TYPE_CHECKING:
@@ -119,8 +129,6 @@ class _Checker:
                            section="plugins", label="only")
 
     def passes(self) -> None:
-        from ..transform import close_pass_names, list_passes
-
         registered = set(list_passes())
         for key in ("required_pass", "disabled_pass"):
             for i, name in enumerate(getattr(self.s, key)):
@@ -133,8 +141,6 @@ class _Checker:
                            label=key, value=name)
 
     def instruments(self) -> list[tuple[int, InstrumentSpec]]:
-        from ..instrument import get_instrument_entry, list_instruments
-
         registered = list_instruments()
         keep: list[tuple[int, InstrumentSpec]] = []
         for i, (name, args, kwargs) in enumerate(self.s.instruments):
@@ -158,8 +164,6 @@ class _Checker:
         return keep
 
     def config(self) -> dict[str, Any]:
-        from ..transform import list_config_options
-
         options = list_config_options()
         values: dict[str, Any] = {}
         for key, value in self.s.config.items():
@@ -183,8 +187,6 @@ class _Checker:
         return values
 
     def pipelines(self) -> None:
-        from ..transform import list_passes, parse_pipeline
-
         registered = set(list_passes())
         named = dict(self.s.pipelines)
         for name, text in named.items():
@@ -228,17 +230,11 @@ def _plugin_state(settings: Settings) -> tuple[set[str], dict[str, str]]:
 
 
 def _records() -> list[Any]:
-    try:
-        from ..plugins import get_plugin_manager
-    except ImportError:  # the plugin manager is optional for checking settings
-        return []
     return list(get_plugin_manager().records())
 
 
 def _entry_point_names() -> set[str]:
-    from importlib.metadata import entry_points
-
-    return {ep.name for ep in entry_points(group="irpass")}
+    return {ep.name for ep in plugin_manager.entry_points()}
 
 
 def _cli_spec(name: str, args: tuple[Any, ...]) -> str:
@@ -304,8 +300,6 @@ def _expected(value_type: type | tuple[type, ...]) -> str:
 
 
 def _parse_problem(parse: Any, text: str, named: Mapping[str, str]) -> str:
-    from ..transform import PipelineSyntaxError
-
     try:
         parse(text, named=named)
     except PipelineSyntaxError as exc:
