@@ -10,6 +10,7 @@ for _var in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG"
     os.environ.pop(_var, None)
 
 import irpass.plugins  # noqa: E402
+from irpass.plugins import PluginSettings  # noqa: E402
 from irpass.testing.plugins import RegistrySnapshot  # noqa: E402
 
 irpass.plugins.load()
@@ -30,3 +31,9 @@ def fresh_plugins():
     calls ``irpass.plugins.load(settings)`` (or triggers the lazy load) itself."""
     RegistrySnapshot.take().core_only().restore()
     yield
+
+
+@pytest.fixture
+def manager(fresh_plugins):
+    """A plugin manager of the test's own, with no plugin loaded (autoload off)."""
+    return irpass.plugins.load(PluginSettings(autoload=False))

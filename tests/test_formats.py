@@ -11,18 +11,12 @@ import irpass.plugins
 import pytest
 from irpass import formats
 from irpass.formats import FileFormat, format_for, list_formats, register_format
-from irpass.plugins import PluginSettings, PluginWarning, hookimpl
+from irpass.plugins import PluginWarning, hookimpl
 
 
 def make_mod():
     x = irpass.var("x", shape=(4,))
     return irpass.IRModule.from_expr(irpass.Function([x], irpass.op.add(x, x)))
-
-
-@pytest.fixture
-def manager(fresh_plugins):
-    """A plugin manager of the test's own, no plugin loaded."""
-    return irpass.plugins.load(PluginSettings(autoload=False))
 
 
 def format_plugin(name, *fmts):

@@ -22,7 +22,7 @@ from irpass.instrument import (
     get_instrument_entry,
     list_instruments,
 )
-from irpass.plugins import Contribution, HookInstrument, PluginSettings, hookimpl
+from irpass.plugins import Contribution, HookInstrument, hookimpl
 from irpass.transform import PassContext, Sequential, module_pass
 
 
@@ -119,12 +119,6 @@ def mpass(name, log, raises=False):
 def make_mod():
     x = irpass.var("x", shape=(4,))
     return irpass.IRModule.from_expr(irpass.Function([x], irpass.op.add(x, x)))
-
-
-@pytest.fixture
-def manager(fresh_plugins):
-    """A plugin manager of the test's own with no plugin loaded."""
-    return irpass.plugins.load(PluginSettings(autoload=False))
 
 
 @pytest.fixture(autouse=True)
