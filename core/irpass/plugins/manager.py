@@ -76,7 +76,10 @@ class PluginManager:
 
     def load(self) -> None:
         """Load the entry-point plugins (unless autoload is off) and the ``-p`` modules."""
-        eps = {ep.name: ep for ep in entry_points()}
+        # the scan of installed distributions is the costly part of loading: skip it
+        # when nothing could use it (autoload off, no -p names to resolve)
+        wanted = self.settings.autoload or self.settings.modules
+        eps = {ep.name: ep for ep in entry_points()} if wanted else {}
         if self.settings.autoload:
             for name in sorted(eps):
                 if name not in self._records:

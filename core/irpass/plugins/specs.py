@@ -16,9 +16,10 @@ __all__ = [
     "PluginRecord",
     "PluginSettings",
     "PluginWarning",
+    "env_autoload",
+    "env_modules",
 ]
 
-# the same words irpass.settings accepts for the variable
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -57,20 +58,41 @@ class PluginSettings:
         ``IRPASS_DISABLE_PLUGIN_AUTOLOAD``); everything else at its default.
         A value irpass cannot read is a ``ValueError`` naming the variable."""
         env = os.environ if environ is None else environ
-        modules = tuple(m.strip() for m in env.get("IRPASS_PLUGINS", "").split(",") if m.strip())
-        for m in modules:
-            if m.startswith("no:"):
-                raise ValueError(
-                    f"IRPASS_PLUGINS={env['IRPASS_PLUGINS']!r}: {m!r}: IRPASS_PLUGINS lists "
-                    "modules to load; block a plugin with -p no:NAME or [plugins] disable"
-                )
-        flag = env.get("IRPASS_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower()
-        if flag not in _TRUE and flag not in _FALSE:
+        try:
+            modules = env_modules(env.get("IRPASS_PLUGINS", ""))
+        except ValueError as exc:
+            raise ValueError(f"IRPASS_PLUGINS: {exc}") from None
+        try:
+            autoload = env_autoload(env.get("IRPASS_DISABLE_PLUGIN_AUTOLOAD", ""))
+        except ValueError as exc:
+            raise ValueError(f"IRPASS_DISABLE_PLUGIN_AUTOLOAD: {exc}") from None
+        return cls(autoload=autoload, modules=modules)
+
+
+def env_modules(value: str) -> tuple[str, ...]:
+    """The plugin modules an ``IRPASS_PLUGINS`` value names (comma-separated).
+
+    A ``no:NAME`` entry is a ``ValueError``: the variable only adds plugins.
+    """
+    names = tuple(m.strip() for m in value.split(",") if m.strip())
+    for name in names:
+        if name.startswith("no:"):
             raise ValueError(
-                f"IRPASS_DISABLE_PLUGIN_AUTOLOAD={flag!r}: expected 1/true/yes/on or "
-                "0/false/no/off"
+                f"{name!r}: IRPASS_PLUGINS lists modules to load; block a plugin with "
+                "-p no:NAME or [plugins] disable"
             )
-        return cls(autoload=flag not in _TRUE, modules=modules)
+    return names
+
+
+def env_autoload(value: str) -> bool:
+    """Whether autoload stays on for an ``IRPASS_DISABLE_PLUGIN_AUTOLOAD`` value
+    (``1/true/yes/on`` turn it off, ``0/false/no/off`` or nothing leave it on)."""
+    flag = value.strip().lower()
+    if flag in _TRUE:
+        return False
+    if flag in _FALSE:
+        return True
+    raise ValueError(f"expected 1/true/yes or 0/false/no, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..instrument import parse_instrument_spec
+from ..plugins.specs import env_autoload, env_modules
 from .errors import Origin
 from .files import ConfigFile, find_config_file
 from .model import InstrumentSpec, Settings
@@ -55,9 +56,6 @@ CLI_FLAGS: Mapping[str, str] = MappingProxyType({
     "strict": "--strict-plugins",
 })
 
-# as irpass.plugins.PluginSettings.from_environ reads it
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("", "0", "false", "no", "off")
 _LIST_KEYS = ("required_pass", "disabled_pass", "plugins.disable", "plugins.only",
               "plugins.modules")
 
@@ -103,26 +101,23 @@ def _file_layer(config_file: ConfigFile | None) -> Layer:
 
 def _env_layer(environ: Mapping[str, str]) -> Layer:
     layer: Layer = {}
-    modules = environ.get("IRPASS_PLUGINS", "")
-    if modules.strip():
-        origin = Origin("env", "IRPASS_PLUGINS")
-        names = tuple(m.strip() for m in modules.split(",") if m.strip())
-        for name in names:
-            if name.startswith("no:"):
-                raise origin.error(None, None, (
-                    f"{name!r}: IRPASS_PLUGINS lists modules to load; block a plugin with "
-                    "-p no:NAME or [plugins] disable"
-                ))
-            if not _is_module_name(name):
-                raise origin.error(None, None, f"{name!r} is not a module or plugin name")
-        layer["plugins.modules"] = (names, origin)
-    flag = environ.get("IRPASS_DISABLE_PLUGIN_AUTOLOAD", "")
-    if flag.strip().lower() in _TRUE:
-        layer["plugins.autoload"] = (False, Origin("env", "IRPASS_DISABLE_PLUGIN_AUTOLOAD"))
-    elif flag.strip().lower() not in _FALSE:
-        raise Origin("env", "IRPASS_DISABLE_PLUGIN_AUTOLOAD").error(
-            None, None, f"expected 1/true/yes or 0/false/no, got {flag!r}"
-        )
+    modules_origin = Origin("env", "IRPASS_PLUGINS")
+    try:
+        names = env_modules(environ.get("IRPASS_PLUGINS", ""))
+    except ValueError as exc:
+        raise modules_origin.error(None, None, str(exc)) from None
+    for name in names:
+        if not _is_module_name(name):
+            raise modules_origin.error(None, None, f"{name!r} is not a module or plugin name")
+    if names:
+        layer["plugins.modules"] = (names, modules_origin)
+    autoload_origin = Origin("env", "IRPASS_DISABLE_PLUGIN_AUTOLOAD")
+    try:
+        autoload = env_autoload(environ.get("IRPASS_DISABLE_PLUGIN_AUTOLOAD", ""))
+    except ValueError as exc:
+        raise autoload_origin.error(None, None, str(exc)) from None
+    if not autoload:
+        layer["plugins.autoload"] = (False, autoload_origin)
     return layer
 
 
