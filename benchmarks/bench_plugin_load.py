@@ -7,7 +7,10 @@ is the tool for finding out where an import's time goes):
 - ``import irpass`` + ``irpass.plugins.load()`` (entry-point discovery, importing
   ``std`` and ``instruments``, committing what they register);
 - the same with ``IRPASS_DISABLE_PLUGIN_AUTOLOAD=1`` (the core alone);
-- ``irpass passes`` and ``irpass optimize --example mlp -q`` end to end.
+- ``irpass passes`` and ``irpass optimize --example mlp -q`` end to end;
+- in this process (median of many, plugin modules already imported): the
+  entry-point scan alone, and a whole ``PluginManager.load()`` with autoload on
+  and off -- fresh processes are too noisy to see a few milliseconds.
 
     python benchmarks/bench_plugin_load.py --repeat 5
 """
@@ -21,6 +24,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+
+from irpass.plugins import PluginSettings
+from irpass.plugins.manager import PluginManager, entry_points
+from irpass.testing.plugins import RegistrySnapshot
 
 
 def median_ms(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
@@ -30,6 +38,19 @@ def median_ms(cmd: list[str], repeat: int, env: dict[str, str] | None = None) ->
         start = time.perf_counter()
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def in_process_ms(run: Callable[[], object], repeat: int) -> float:
+    """Median time of ``run()`` in this process, in milliseconds; registries restored each time."""
+    times = []
+    for _ in range(repeat):
+        saved = RegistrySnapshot.take()
+        saved.core_only().restore()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+        saved.restore()
     return statistics.median(times) * 1e3
 
 
@@ -56,7 +77,15 @@ def main() -> None:
             ("irpass optimize --example mlp -q",
              median_ms([irpass_cmd, "optimize", "--example", "mlp", "-q"], n, env)),
         ]
-    print(f"start-up, median of {n} fresh processes")
+    many = max(15, 3 * n)
+    rows += [
+        ("in process: entry-point scan", in_process_ms(entry_points, many)),
+        ("in process: PluginManager.load(), autoload on",
+         in_process_ms(lambda: PluginManager(PluginSettings()).load(), many)),
+        ("in process: PluginManager.load(), autoload off",
+         in_process_ms(lambda: PluginManager(PluginSettings(autoload=False)).load(), many)),
+    ]
+    print(f"start-up, median of {n} fresh processes ({many} runs in process)")
     print(f"{'what':45s} {'ms':>8s}")
     for label, ms in rows:
         print(f"{label:45s} {ms:8.1f}")
