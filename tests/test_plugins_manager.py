@@ -229,8 +229,7 @@ def test_shipped_plugins_come_from_the_irpass_distribution_with_their_contributi
     assert std.module == "irpass_std.plugin"
     assert std.origin == f"irpass {version}"
     assert Contribution("pass", "InferType") in std.contributions
-    assert [c.name for c in std.contributions if c.kind == "pipeline"] == [
-        "InferType (phase start)"]
+    assert "InferType (phase start)" in [c.name for c in std.contributions if c.kind == "pipeline"]
     inst = manager.record("instruments")
     assert (inst.status, inst.dist, inst.version) == ("loaded", "irpass", version)
     assert {c for c in inst.contributions if c.kind == "instrument"} == {
@@ -496,8 +495,8 @@ def test_blocking_std_removes_its_passes_and_its_pipeline_insertion(site):
 def test_unblocked_std_puts_infer_type_first_in_the_pipeline(site):
     site.entry_points[:] = REAL_EPS
     load_recording(PluginSettings())
-    assert ("std", PipelineInsertion("InferType", phase="start")) in (
-        pipeline.list_pipeline_insertions())
+    assert ("std", "InferType", "start") in [
+        (owner, ins.pass_name, ins.phase) for owner, ins in pipeline.list_pipeline_insertions()]
     assert _pipeline_names()[0] == "InferType"
 
 

@@ -82,3 +82,27 @@ def test_readme_config_example_is_valid(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "InferType" in err                                 # the 'checked' pipeline ran
     assert list((tmp_path / "build" / "ir").glob("*_InferType.txt"))   # dump-ir from the file
+
+
+STD_README = README.parent / "plugins" / "irpass_std" / "README.md"
+STD_DOCS = STD_README.parent / "docs"
+
+
+def test_standard_passes_reference_documents_every_std_pass():
+    from irpass.transform import get_pass_entry, list_passes
+
+    index = STD_README.read_text().split("## Reference", 1)[1]
+    pages = {p.stem: p.read_text() for p in STD_DOCS.glob("*.md")}
+    for name in (n for n in list_passes() if get_pass_entry(n).owner == "std"):
+        # a pass has its own page, or is named on the page of the Sequential it belongs to
+        assert name in pages or re.search(rf"\b{name}\b", index), f"{name} is not documented"
+    for stem, text in pages.items():
+        assert f"[{stem}](docs/{stem}.md)" in index, f"docs/{stem}.md is not in the index"
+        assert "opt level" in text, f"docs/{stem}.md does not give the opt level"
+        assert "```python\n" in text, f"docs/{stem}.md has no example"
+
+
+def test_standard_passes_reference_examples_run():
+    for page in sorted(STD_DOCS.glob("*.md")):
+        for i, block in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)):
+            exec(compile(block, f"irpass_std/docs/{page.name}[block {i}]", "exec"), {})

@@ -1,20 +1,101 @@
-"""The hook implementations of the ``std`` plugin."""
+"""The hook implementations of the ``std`` plugin: the passes, their config
+options and their places in the default pipeline."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from irpass.plugins import hookimpl
-from irpass.transform import PipelineInsertion
+from irpass.transform import ConfigOption, PipelineInsertion
 
+from . import (
+    cse,
+    dead_code,
+    fold_constant,
+    fold_scale_axis,
+    functions,
+    fuse_ops,
+    layout,
+    normal_form,
+    simplify_expr,
+    simplify_inference,
+)
+from .cse import EliminateCommonSubexpr
+from .dead_code import DeadCodeElimination
+from .fold_constant import FoldConstant
+from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, ForwardFoldScaleAxis
+from .functions import Inline, LambdaLift, RemoveUnusedFunctions
+from .fuse_ops import FuseOps
 from .infer_type import InferType
+from .layout import AlterOpLayout, ConvertLayout
+from .normal_form import ToANormalForm, ToGraphNormalForm
+from .simplify_expr import SimplifyExpr
+from .simplify_inference import SimplifyInference
+
+_MODULES = (
+    cse,
+    dead_code,
+    fold_constant,
+    fold_scale_axis,
+    functions,
+    fuse_ops,
+    layout,
+    normal_form,
+    simplify_expr,
+    simplify_inference,
+)
 
 
 @hookimpl
-def irpass_register_passes() -> list:
-    """The standard passes."""
-    return [InferType]
+def irpass_register_passes() -> Sequence[Any]:
+    """The standard passes, under their TVM names."""
+    return [
+        InferType,
+        FoldConstant,
+        DeadCodeElimination,
+        EliminateCommonSubexpr,
+        SimplifyExpr,
+        SimplifyInference,
+        BackwardFoldScaleAxis,
+        ForwardFoldScaleAxis,
+        FoldScaleAxis,
+        AlterOpLayout,
+        ConvertLayout,
+        FuseOps,
+        ToANormalForm,
+        ToGraphNormalForm,
+        LambdaLift,
+        Inline,
+        RemoveUnusedFunctions,
+    ]
 
 
 @hookimpl
-def irpass_pipeline_passes() -> list[PipelineInsertion]:
-    """Where the standard passes go in the default pipeline."""
-    return [PipelineInsertion("InferType", phase="start")]
+def irpass_register_config_options() -> Sequence[ConfigOption]:
+    """The ``std.*`` options each pass module declares in its ``CONFIG_OPTIONS``."""
+    return [option for module in _MODULES for option in module.CONFIG_OPTIONS]
+
+
+@hookimpl
+def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
+    """Where the standard passes go in the default pipeline.
+
+    Within a phase a higher priority runs first. The order follows TVM's
+    build pipeline: inference simplification before algebra, scale folding
+    before constant folding (it leaves ``weight * scale`` for FoldConstant),
+    CSE and DCE after folding, layouts, then fusion last.
+    """
+    return [
+        PipelineInsertion("InferType", phase="start", priority=100),
+        PipelineInsertion("Inline", phase="start", priority=20),
+        PipelineInsertion("RemoveUnusedFunctions", phase="start", priority=10),
+        PipelineInsertion("SimplifyInference", phase="simplify", priority=20),
+        PipelineInsertion("SimplifyExpr", phase="simplify", priority=10),
+        PipelineInsertion("FoldScaleAxis", phase="optimize", priority=30),
+        PipelineInsertion("FoldConstant", phase="optimize", priority=20),
+        PipelineInsertion("EliminateCommonSubexpr", phase="optimize", priority=10),
+        PipelineInsertion("DeadCodeElimination", phase="optimize", priority=0),
+        PipelineInsertion("AlterOpLayout", phase="layout"),
+        PipelineInsertion("FuseOps", phase="fuse"),
+    ]

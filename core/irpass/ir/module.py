@@ -24,7 +24,8 @@ class IRModule:
     canonical ``GlobalVar`` object per name (``mod.get_global_var(name)``).
     """
 
-    __slots__ = ("_funcs", "_gvars")
+    # __weakref__: type inference remembers the modules it has typed (a weak set)
+    __slots__ = ("_funcs", "_gvars", "__weakref__")
 
     def __init__(self, functions: Mapping[GlobalVar | str, Function] | None = None) -> None:
         funcs: dict[str, Function] = {}

@@ -44,6 +44,9 @@ __all__ = [
 _OWNED_STORAGE: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 
+_NATIVE_DTYPES = frozenset(np.dtype(name) for name in SUPPORTED_DTYPES)
+
+
 def _check_expr(value: Any, where: str) -> Expr:
     if not isinstance(value, Expr):
         raise TypeError(f"{where} must be an Expr, got {type(value).__name__} {value!r}")
@@ -124,7 +127,9 @@ class Constant(Expr):
     def __init__(self, data: np.ndarray) -> None:
         if not isinstance(data, np.ndarray):
             raise TypeError(f"Constant.data must be a numpy.ndarray, got {type(data).__name__}")
-        if data.dtype.name not in SUPPORTED_DTYPES:
+        # dtype.name is computed in Python by numpy (microseconds); the set of
+        # native supported dtypes answers the common case first
+        if data.dtype not in _NATIVE_DTYPES and data.dtype.name not in SUPPORTED_DTYPES:
             raise ValueError(
                 f"Constant.data: unsupported dtype {data.dtype.name!r}; "
                 f"expected one of {sorted(SUPPORTED_DTYPES)}"
@@ -217,8 +222,8 @@ class Call(Expr):
                 raise ValueError(
                     f"Call.args: op {op.name!r} takes {n} argument(s), got {len(args)}"
                 )
-            if attrs is None and not op.attr_fields:
-                attrs = EMPTY_ATTRS
+            if (attrs is None or attrs is EMPTY_ATTRS) and not op.attr_fields:
+                attrs = EMPTY_ATTRS  # the common rebuild of an attribute-less call: no check
             elif type(attrs) is not Attrs or attrs._schema_key is not op:
                 attrs = op.make_attrs(attrs)
         else:

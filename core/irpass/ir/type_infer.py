@@ -59,6 +59,7 @@ the size of the program.
 
 from __future__ import annotations
 
+import weakref
 from typing import TypeVar
 
 from ..errors import TypeInferenceError
@@ -89,6 +90,13 @@ _LET_BODY = 2  # a let's value is done, its body is not
 _MAX_LABEL_LEVELS = 6
 
 
+# Modules whose every node carries its inferred type. Modules and nodes are
+# immutable and a node's type is never overwritten (a conflicting node is
+# copied instead), so such a module stays typed: inferring it again -- each
+# pass that requires InferType does -- is a set lookup, not a walk.
+_TYPED_MODULES: weakref.WeakSet[IRModule] = weakref.WeakSet()
+
+
 def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
     """Infer the type of every node of an expression or a module.
 
@@ -106,7 +114,11 @@ def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
     if isinstance(expr_or_module, IRModule):
         if mod is not None:
             raise TypeError("infer_type: pass mod= only with an expression, not with a module")
-        return _Inferrer(expr_or_module).infer_module()
+        if expr_or_module in _TYPED_MODULES:
+            return expr_or_module
+        typed = _Inferrer(expr_or_module).infer_module()
+        _TYPED_MODULES.add(typed)
+        return typed
     if isinstance(expr_or_module, Expr):
         return infer_type_and_free_vars(expr_or_module, mod)[0]
     raise TypeError(f"infer_type needs an Expr or an IRModule, got {type(expr_or_module).__name__}")

@@ -166,7 +166,7 @@ def normalize_axes(axes: Sequence[int], ndim: int, op: str, what: str = "axis") 
     return out
 
 
-def result(value: Any, dtype: str) -> np.ndarray:
+def result(value: Any, dtype: str | np.dtype) -> np.ndarray:
     """``value`` as an ndarray of ``dtype``.
 
     numpy returns scalars from ufuncs on 0-d arrays and upcasts in places;

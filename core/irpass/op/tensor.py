@@ -81,7 +81,7 @@ def _float_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], n
         # float16 math is done in float32, then rounded back: numpy's float16
         # loops are already widened internally, this just makes it explicit.
         with np.errstate(all="ignore"):
-            return result(fn(x.astype(accumulate_dtype(x.dtype.name), copy=False)), x.dtype.name)
+            return result(fn(x.astype(accumulate_dtype(x.dtype.name), copy=False)), x.dtype)
 
     return kernel
 
@@ -94,7 +94,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _same_dtype_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], np.ndarray]:
     def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-        return result(fn(args[0]), args[0].dtype.name)
+        return result(fn(args[0]), args[0].dtype)
 
     return kernel
 
@@ -209,7 +209,7 @@ def _binary_kernel(fn: Callable[[np.ndarray, np.ndarray], Any], bool_out: bool =
         a, b = args
         with np.errstate(all="ignore"):
             out = fn(a, b)
-        return result(out, "bool" if bool_out else a.dtype.name)
+        return result(out, "bool" if bool_out else a.dtype)
 
     return kernel
 
@@ -341,7 +341,7 @@ def _where_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _where_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     cond, x, y = args
-    return result(np.where(cond, x, y), x.dtype.name)
+    return result(np.where(cond, x, y), x.dtype)
 
 
 register(

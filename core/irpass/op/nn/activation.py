@@ -39,7 +39,7 @@ def _relu_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _relu_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = args[0]
-    return result(np.maximum(x, np.zeros((), dtype=x.dtype)), x.dtype.name)
+    return result(np.maximum(x, np.zeros((), dtype=x.dtype)), x.dtype)
 
 
 register(
@@ -73,7 +73,7 @@ def _softmax_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     # Subtracting the max keeps exp() from overflowing; the ratio is unchanged.
     shifted = wide - np.max(wide, axis=axis, keepdims=True)
     e = np.exp(shifted)
-    return result(e / np.sum(e, axis=axis, keepdims=True), x.dtype.name)
+    return result(e / np.sum(e, axis=axis, keepdims=True), x.dtype)
 
 
 register(

@@ -173,7 +173,7 @@ def _bias_add_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     axis = normalize_axis(attrs["axis"], data.ndim, "nn.bias_add")
     shape = [1] * data.ndim
     shape[axis] = bias.shape[0]
-    return result(data + bias.reshape(shape), data.dtype.name)
+    return result(data + bias.reshape(shape), data.dtype)
 
 
 register(

@@ -90,7 +90,7 @@ def _batch_norm_kernel(args: tuple, attrs: Attrs) -> tuple[np.ndarray, ...]:
         out = out * vec(gamma)
     if attrs["center"]:
         out = out + vec(beta)
-    return (result(out, data.dtype.name), mean.copy(), var.copy())
+    return (result(out, data.dtype), mean.copy(), var.copy())
 
 
 register(
@@ -151,7 +151,7 @@ def _layer_norm_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
         out = out * _along(gamma.astype(wide, copy=False), data.ndim, axis)
     if attrs["center"]:
         out = out + _along(beta.astype(wide, copy=False), data.ndim, axis)
-    return result(out, data.dtype.name)
+    return result(out, data.dtype)
 
 
 register(

@@ -122,7 +122,7 @@ def _avg_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     total = reduce_taps(xp, *geometry, np.add)
     count = reduce_taps(mask, *geometry, np.add)
     out = _average(total, count)
-    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype.name)
+    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype)
 
 
 def _sum_dtype(dtype: str) -> Any:
@@ -250,7 +250,7 @@ def _global_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = to_layout(data, attrs["layout"], "NCHW")
     total = np.sum(x, axis=(2, 3), keepdims=True, dtype=_sum_dtype(data.dtype.name))
     out = _average(total, x.shape[2] * x.shape[3])
-    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype.name)
+    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype)
 
 
 register(

@@ -1,0 +1,375 @@
+"""Workloads W1, W2, W3 and W5: the cost of the standard passes per program step.
+
+Builds the workloads of ``../shared/WORKLOADS.md`` (float32 (4, 4) tensors,
+one input ``x``, N steps):
+
+- W1 fold: ``c = add(const_a_i, const_b_i)``; ``x = multiply(x, c)`` (fresh
+  constants per step) -- timed with FoldConstant, which must leave N
+  multiplies by N constants and no add;
+- W2 cse: ``a = exp(x)``; ``b = exp(x)`` (a second, separate node);
+  ``x = add(a, b)`` -- timed with EliminateCommonSubexpr, which must leave one
+  exp per step. Two rows: the pass as users run it (its required InferType
+  runs first and is included), and the pass body alone on a module typed
+  beforehand (InferType disabled in the PassContext, so the requirement is
+  skipped);
+- W3 dce: ``let d = tanh(x)`` never used, around the dataflow step
+  ``x = relu(add(x, x))`` -- timed with DeadCodeElimination, which must leave
+  no tanh.
+
+For each workload and N (``--sizes``, default 10^3 10^4 10^5) the graph is
+built once (build time printed separately), then the pass runs ``--repeat``
+times on it (median; the garbage collector is run before each run). The table
+shows the pass time, microseconds per step, the op calls before and after
+(by op name, plus let bindings), whether the pass did its job (``FAIL`` if not:
+such a figure does not count), the target in us/step, and the scaling ratio
+us/step at the largest N over us/step at the smallest (1.0 is linear; the
+target is at most 1.3).
+
+``--all-passes`` also times every std pass on W1, W2 and W3 at every size
+(us/step and the scaling ratio). ``--w5`` runs every std pass once on W3 at
+N = 10^6 (``--w5-n``): build time, pass time, no ``RecursionError``.
+
+    python benchmarks/bench_std_passes.py
+    python benchmarks/bench_std_passes.py --sizes 1000 10000 100000 --repeat 5
+    python benchmarks/bench_std_passes.py --all-passes --repeat 3
+    python benchmarks/bench_std_passes.py --w5
+    python benchmarks/bench_std_passes.py --clock cpu   # on a busy machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import irpass
+import numpy as np
+from irpass import op
+from irpass.errors import PassError
+from irpass.ir import Call, Constant, Expr, Function, IRModule, Let, Op, Var, post_order_visit, var
+from irpass.ir.nodes import const
+from irpass.transform import Pass, PassContext, get_pass, get_pass_entry, list_passes
+
+SHAPE = (4, 4)
+
+#: The clock the figures are read from: wall time, or (``--clock cpu``) this
+#: process's CPU time, which leaves out the time other processes held the CPU.
+CLOCK: Callable[[], float] = time.perf_counter
+
+
+# --- the workloads -----------------------------------------------------------------
+
+
+def w1(n: int) -> IRModule:
+    """W1 fold: ``c = add(const_a_i, const_b_i)``; ``x = multiply(x, c)``, n times."""
+    rng = np.random.default_rng(1)
+    x = var("x", shape=SHAPE)
+    cur: Expr = x
+    for _ in range(n):
+        a = const(rng.uniform(0.5, 1.0, SHAPE).astype(np.float32))
+        b = const(rng.uniform(0.0, 0.5, SHAPE).astype(np.float32))
+        cur = op.multiply(cur, op.add(a, b))
+    return IRModule.from_expr(Function([x], cur))
+
+
+def w2(n: int) -> IRModule:
+    """W2 cse: ``a = exp(x)``; ``b = exp(x)`` (separate nodes); ``x = add(a, b)``, n times."""
+    x = var("x", shape=SHAPE)
+    cur: Expr = x
+    for _ in range(n):
+        cur = op.add(op.exp(cur), op.exp(cur))
+    return IRModule.from_expr(Function([x], cur))
+
+
+def w3(n: int) -> IRModule:
+    """W3 dce: ``let d_i = tanh(x_i)`` (never used) around ``x_{i+1} = relu(add(x_i, x_i))``.
+
+    The dataflow chain is the body; the n lets wrap it, outermost first (a let
+    chain n deep whose values point into a dataflow chain 2n deep).
+    """
+    x = var("x", shape=SHAPE)
+    cur: Expr = x
+    dead: list[Expr] = []
+    for _ in range(n):
+        dead.append(op.tanh(cur))
+        cur = op.nn.relu(op.add(cur, cur))
+    body = cur
+    for value in reversed(dead):
+        body = Let(Var("d"), value, body)
+    return IRModule.from_expr(Function([x], body))
+
+
+def count_ops(mod: IRModule) -> Counter[str]:
+    """Op calls by op name over every function of ``mod``, plus ``let`` bindings."""
+    counts: Counter[str] = Counter()
+
+    def count(node: Expr) -> None:
+        if isinstance(node, Call):
+            counts[node.op.name if isinstance(node.op, Op) else "call"] += 1
+        elif isinstance(node, Let):
+            counts["let"] += 1
+
+    for func in mod.functions.values():
+        post_order_visit(func, count)
+    return counts
+
+
+def _w1_done(mod: IRModule, n: int) -> bool:
+    """N multiplies, each by a constant, and no add."""
+    muls: list[Call] = []
+
+    def collect(node: Expr) -> None:
+        if isinstance(node, Call) and isinstance(node.op, Op):
+            if node.op.name == "multiply":
+                muls.append(node)
+
+    for func in mod.functions.values():
+        post_order_visit(func, collect)
+    counts = count_ops(mod)
+    return (
+        counts["add"] == 0
+        and len(muls) == n
+        and all(any(isinstance(a, Constant) for a in m.args) for m in muls)
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload: its builder, the pass it is timed with, its after-condition and target."""
+
+    name: str
+    build: Callable[[int], IRModule]
+    pass_name: str
+    done: Callable[[IRModule, int], bool]
+    target_us: float
+
+
+WORKLOADS = [
+    Workload("W1", w1, "FoldConstant", _w1_done, 10.0),
+    Workload("W2", w2, "EliminateCommonSubexpr", lambda m, n: count_ops(m)["exp"] == n, 4.0),
+    Workload("W3", w3, "DeadCodeElimination", lambda m, n: count_ops(m)["tanh"] == 0, 3.0),
+]
+
+
+# --- timing ------------------------------------------------------------------------
+
+
+def median_seconds(run: Callable[[], object], repeat: int) -> tuple[float, object]:
+    """Median wall time of ``repeat`` runs of ``run()`` and the last result."""
+    times, out = [], None
+    for _ in range(repeat):
+        gc.collect()
+        start = CLOCK()
+        out = run()
+        times.append(CLOCK() - start)
+    return statistics.median(times), out
+
+
+def fresh(mod: IRModule) -> IRModule:
+    """A new module object holding the same functions.
+
+    Type inference remembers the modules it typed and returns them at once;
+    every timed run gets a module it has not seen, so a pass's required
+    InferType does its full walk, as it does on the new module the previous
+    pass of a pipeline returns.
+    """
+    return IRModule(dict(mod.functions))
+
+
+def time_pass(p: Pass, mod: IRModule, repeat: int, **ctx: object) -> tuple[float, IRModule]:
+    """Median seconds of ``p`` on (a fresh copy of) ``mod`` under ``PassContext(**ctx)``."""
+    copies = [fresh(mod) for _ in range(repeat)]
+
+    def run() -> IRModule:
+        with PassContext(**ctx):
+            return p(copies.pop())
+
+    seconds, out = median_seconds(run, repeat)
+    assert isinstance(out, IRModule)
+    return seconds, out
+
+
+def timed_build(build: Callable[[int], IRModule], n: int) -> tuple[IRModule, float]:
+    """The workload at size ``n`` and the seconds it took to build."""
+    gc.collect()
+    start = CLOCK()
+    mod = build(n)
+    return mod, CLOCK() - start
+
+
+def _short(counts: Counter[str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+
+
+def std_passes() -> list[str]:
+    """Every pass the ``std`` plugin registers."""
+    return [name for name in list_passes() if get_pass_entry(name).owner == "std"]
+
+
+def make_pass(name: str) -> Pass:
+    """A std pass with the arguments the benchmark runs it with."""
+    if name == "ConvertLayout":
+        return get_pass(name, desired_layouts={"nn.conv2d": ["NHWC", "default"]})
+    return get_pass(name)
+
+
+# --- the three modes ---------------------------------------------------------------
+
+
+def main_table(sizes: list[int], repeat: int) -> None:
+    """The W1/W2/W3 table: each workload with its own pass."""
+    header = (
+        f"{'workload':8} {'pass':36} {'N':>7} {'build s':>8} {'pass ms':>9} {'us/step':>8} "
+        f"{'target':>6} {'ok':4}  nodes before -> after"
+    )
+    print(header)
+    print("-" * len(header))
+    ratios: list[tuple[str, str, float, float]] = []
+    for wl in WORKLOADS:
+        rows: dict[str, dict[int, float]] = {}
+        for n in sizes:
+            mod, build_s = timed_build(wl.build, n)
+            before = count_ops(mod)
+            p = get_pass(wl.pass_name)
+            if "InferType" in p.info.required:
+                with PassContext(opt_level=3):
+                    typed = get_pass("InferType")(fresh(mod))
+                variants = [
+                    (f"{wl.pass_name} (+InferType)", mod, {}),
+                    (f"{wl.pass_name} (body, typed)", typed, {"disabled_pass": ["InferType"]}),
+                ]
+            else:
+                variants = [(wl.pass_name, mod, {})]
+            for label, given, ctx in variants:
+                seconds, out = time_pass(p, given, repeat, opt_level=3, **ctx)
+                ok = "ok" if wl.done(out, n) else "FAIL"
+                us = seconds / n * 1e6
+                rows.setdefault(label, {})[n] = us
+                print(
+                    f"{wl.name:8} {label:36} {n:>7} {build_s:8.3f} {seconds * 1e3:9.1f} "
+                    f"{us:8.2f} {wl.target_us:6.1f} {ok:4}  "
+                    f"{_short(before)} -> {_short(count_ops(out))}",
+                    flush=True,
+                )
+                del out
+            del mod
+        for label, by_n in rows.items():
+            lo, hi = min(by_n), max(by_n)
+            if hi > lo:
+                ratios.append((wl.name, label, by_n[hi] / by_n[lo], wl.target_us))
+    if ratios:
+        lo, hi = min(sizes), max(sizes)
+        print(f"\nscaling: us/step at N={hi} / us/step at N={lo} (linear: 1.0, target <= 1.3)")
+        for name, label, ratio, _ in ratios:
+            verdict = "ok" if ratio <= 1.3 else "ABOVE TARGET"
+            print(f"  {name:4} {label:36} {ratio:5.2f}  {verdict}")
+
+
+def all_passes_table(sizes: list[int], repeat: int) -> None:
+    """us/step of every std pass on W1, W2 and W3 at every size, and the scaling ratio."""
+    names = std_passes()
+    lo, hi = min(sizes), max(sizes)
+    size_cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
+    print(f"\nevery std pass, us/step (median of {repeat})")
+    header = f"{'workload':8} {'pass':26} {size_cols} {'ratio':>6}"
+    print(header)
+    print("-" * len(header))
+    for wl in WORKLOADS:
+        per_pass: dict[str, dict[int, str]] = {name: {} for name in names}
+        raw: dict[str, dict[int, float]] = {name: {} for name in names}
+        for n in sizes:
+            mod, _ = timed_build(wl.build, n)
+            for name in names:
+                try:
+                    seconds, _ = time_pass(make_pass(name), mod, repeat, opt_level=3)
+                except PassError as err:
+                    per_pass[name][n] = _failure(err)
+                    continue
+                us = seconds / n * 1e6
+                raw[name][n] = us
+                per_pass[name][n] = f"{us:.2f}"
+            del mod
+        for name in names:
+            cells = " ".join(f"{per_pass[name].get(n, '-'):>10}" for n in sizes)
+            by_n = raw[name]
+            both = lo in by_n and hi in by_n and hi > lo
+            ratio = f"{by_n[hi] / by_n[lo]:6.2f}" if both else "     -"
+            print(f"{wl.name:8} {name:26} {cells} {ratio}", flush=True)
+
+
+def w5(n: int) -> None:
+    """Every std pass once on W3 at size ``n``: build time, pass time, no RecursionError."""
+    print(f"\nW5: W3 at N={n:,}, every std pass once (recursion limit {sys.getrecursionlimit()})")
+    mod, build_s = timed_build(w3, n)
+    print(f"build: {build_s:.1f} s, {_short(count_ops(mod))}")
+    print(f"{'pass':26} {'seconds':>8} {'us/step':>8}  result")
+    for name in std_passes():
+        start = CLOCK()
+        try:
+            seconds, out = time_pass(make_pass(name), mod, 1, opt_level=3)
+        except PassError as err:
+            print(f"{name:26} {CLOCK() - start:8.1f} {'':8}  {_failure(err)}")
+            continue
+        extra = ""
+        if name == "DeadCodeElimination":
+            extra = " (no tanh: ok)" if count_ops(out)["tanh"] == 0 else " (tanh left: FAIL)"
+        print(f"{name:26} {seconds:8.1f} {seconds / n * 1e6:8.2f}  ok{extra}", flush=True)
+        del out
+
+
+def _failure(err: PassError) -> str:
+    cause = err.__cause__
+    if isinstance(cause, RecursionError):
+        return "RecursionError"
+    return f"FAILED: {str(err).splitlines()[0][:60]}"
+
+
+def main() -> None:
+    """Parse the options and print the tables."""
+    global CLOCK, WORKLOADS
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000], help="values of N"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument(
+        "--all-passes", action="store_true", help="also every std pass on W1/W2/W3 at every size"
+    )
+    parser.add_argument("--w5", action="store_true", help="every std pass once on W3 at --w5-n")
+    parser.add_argument("--w5-n", type=int, default=1_000_000, help="N for --w5 (default 10^6)")
+    parser.add_argument("--no-main", action="store_true", help="skip the W1/W2/W3 table")
+    parser.add_argument(
+        "--workloads", nargs="+", choices=[wl.name for wl in WORKLOADS], help="only these"
+    )
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall time (default) or this process's CPU time (for a busy machine)",
+    )
+    args = parser.parse_args()
+    if args.workloads:
+        WORKLOADS = [wl for wl in WORKLOADS if wl.name in args.workloads]
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.repeat < 1 or any(n < 1 for n in args.sizes):
+        parser.error("--repeat and --sizes must be positive")
+    sizes = sorted(set(args.sizes))
+    print(f"irpass {irpass.__version__}, Python {sys.version.split()[0]}, {args.clock} clock")
+    if not args.no_main:
+        print(f"W1/W2/W3, median of {args.repeat} runs, build timed separately\n")
+        main_table(sizes, args.repeat)
+    if args.all_passes:
+        all_passes_table(sizes, args.repeat)
+    if args.w5:
+        w5(args.w5_n)
+
+
+if __name__ == "__main__":
+    main()

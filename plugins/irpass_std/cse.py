@@ -1,0 +1,385 @@
+"""EliminateCommonSubexpr: merge repeated computations into one shared node.
+
+Semantics follow TVM Relay's ``EliminateCommonSubexpr``: a call of an
+:class:`~irpass.ir.Op` is replaced by another call of the same op with equal
+attributes and identical arguments, where "identical" means the very same
+node *after* merging, so merges cascade up a chain (``exp(x)`` twice makes
+``add(exp(x), exp(x))`` and a second ``add(exp(x), exp(x))`` equal too). Of
+equal nodes, the one the walk meets first is kept (the walk takes a call's
+last argument first). Attributes compare exactly, by value and kind: ``1``,
+``1.0`` and ``True`` differ, so do ``0.0`` and ``-0.0``; ``nan`` equals
+``nan``. Besides op calls the pass merges
+
+* ``TupleGetItem`` nodes of the same (merged) tuple and index, as TVM does;
+* ``Tuple`` nodes with identical (merged) fields (TVM does not; a tuple is
+  as pure as the fields it packs);
+* small ``Constant`` nodes (at most :data:`MAX_CONSTANT_ELEMENTS` elements)
+  of the same dtype, shape and bytes, so ``x * 2.0`` written twice with two
+  ``const(2.0)`` nodes merges too (TVM compares scalar constant arguments by
+  value for the same reason). Comparing bytes keeps ``-0.0`` and ``0.0``
+  apart; bigger constants are left alone (hashing weights buys nothing);
+* a ``let`` whose value merges with the value of an enclosing ``let`` that is
+  still in scope: ``let a = exp(x); ... let b = exp(x); body`` becomes
+  ``let a = exp(x); ... body[b := a]`` (the binding of ``b`` is dropped), so
+  programs in A-normal form, where every call is let-bound, benefit too.
+
+Never merged: calls of stateful ops (``op.stateful``), calls without
+arguments (as in TVM), calls of global functions, closures or vars (not known
+to be pure), ``Let``/``If``/``Function`` nodes, and any node for which the
+optional callback ``fskip(expr)`` returns true. ``fskip`` is asked about
+every call, tuple, projection and small constant that could merge, with the
+node of the *input* program (so ``checked_type`` is available); a skipped
+node is not replaced and is not used as the replacement of another, but its
+arguments are still merged. Functions marked ``Primitive`` or
+``SkipOptimization`` are left as they are, nested ones included.
+
+Algorithm: hash-consing in one post-order walk, linear in the program size.
+Each node's key is built from its op (or kind), its attributes and the
+identities of its already-merged children; a dict from keys to the first
+(canonical) node with that key answers "seen before?" in O(1), never by
+pairwise comparison. The walk uses an explicit stack, so program depth is not
+limited by Python's recursion limit (a million-step chain is fine).
+
+Scoping: a canonical node must be computed whenever a node merged into it
+would be. The dict is therefore scoped like a dominator tree: the body of
+each ``If`` branch and of each nested function opens a scope whose entries
+are forgotten when it closes (an undo log makes this O(1) per entry). Code in
+a scope can merge into canonical nodes of enclosing scopes (computed before
+it runs), never into nodes of a sibling branch or closure: ``exp(c)`` in
+both branches of an ``if`` stays in both. (A node the input itself shares
+between a branch and outer code is visited once, where the walk meets it
+first; it stays shared, as it was.) Merging never changes which variables an
+expression uses, because merged nodes have identical children, so the result
+is well scoped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from irpass.ir import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from irpass.ir.attrs import EMPTY_ATTRS
+from irpass.ir.gcpause import gc_paused
+from irpass.transform import ConfigOption, function_pass
+
+if TYPE_CHECKING:
+    from irpass.ir import Attrs, Expr, IRModule
+    from irpass.transform import PassContext
+
+__all__ = ["EliminateCommonSubexpr", "MAX_CONSTANT_ELEMENTS", "CONFIG_OPTIONS"]
+
+CONFIG_OPTIONS: list[ConfigOption] = []
+
+#: Constants with at most this many elements are merged by value (dtype, shape, bytes).
+MAX_CONSTANT_ELEMENTS = 64
+
+# The function attributes that make the pass leave a (nested) function alone,
+# as FunctionPass does for global ones.
+_SKIP_ATTRS = ("Primitive", "SkipOptimization")
+
+# Tags that start the keys of non-call nodes (call keys start with their Op).
+_TUPLE = "tuple"
+_GETITEM = "getitem"
+
+# Work items on the stack besides expressions: tuples (kind, node).
+_ENTER, _EXIT, _BIND, _LET, _IF, _FUNC = range(6)
+_ENTER_TASK = (_ENTER, None)
+_EXIT_TASK = (_EXIT, None)
+
+
+@function_pass(opt_level=3, name="EliminateCommonSubexpr", required=["InferType"])
+class EliminateCommonSubexpr:
+    """Merge calls of the same op with equal attrs and identical arguments (hash-consing).
+
+    ``fskip(expr) -> bool``, optional: a node for which it returns true is
+    neither merged nor used as the replacement of another. See the module
+    docstring for every rule and what is never merged.
+    """
+
+    def __init__(self, fskip: Callable[[Expr], bool] | None = None) -> None:
+        if fskip is not None and not callable(fskip):
+            raise TypeError(
+                f"EliminateCommonSubexpr: fskip must be callable or None, got {fskip!r}"
+            )
+        self.fskip = fskip
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        """``func`` with its common subexpressions merged; ``func`` itself if there are none."""
+        # The walk allocates keys and nodes that all stay alive until it ends: without
+        # the pause, the cyclic collector would walk the whole program again and again.
+        with gc_paused():
+            return _Eliminator(self.fskip).run(func)
+
+
+class _Eliminator:
+    """One walk over one global function (the state is per function)."""
+
+    def __init__(self, fskip: Callable[[Expr], bool] | None) -> None:
+        self.fskip = fskip
+        # input node -> output node, for every node visited (vars and globals map to
+        # themselves, a let var merged into an enclosing one maps to that var)
+        self.memo: dict[Expr, Expr] = {}
+        # key -> canonical node. Inside a nested scope (marks not empty) the keys added
+        # are logged, so closing the scope removes exactly the entries it added.
+        self.table: dict[Any, Expr] = {}
+        self.log: list[Any] = []
+        self.marks: list[int] = []
+        # constants are merged regardless of scope: they compute nothing
+        self.constants: dict[Any, Constant] = {}
+        # canonical let value -> the var of the enclosing, still open let that binds it
+        self.let_vars: dict[Expr, Var] = {}
+        self.attr_keys: dict[int, Any] = {}
+        self.stack: list[Any] = []
+
+    def run(self, func: Function) -> Function:
+        """``func`` with its body merged, or ``func`` itself when nothing changed."""
+        memo = self.memo
+        for p in func.params:
+            memo[p] = p
+        body = self.rewrite(func.body)
+        if body is func.body:
+            return func
+        return Function(func.params, body, func.ret_type, func.attrs)
+
+    def rewrite(self, root: Expr) -> Expr:  # noqa: C901, PLR0912 - the hot loop, kept flat
+        """The merged form of ``root``: an iterative post-order walk over all of it.
+
+        Op calls, the bulk of every program, are handled inline: a call met
+        for the first time goes back on the stack under a ``None`` marker,
+        with its arguments not visited yet above it; when the marker comes up,
+        its arguments are done and it is merged. (It cannot have been visited
+        meanwhile: that would need a path from an argument back to the call.)
+        Every other node kind goes to :meth:`_visit`, work items (tuples) to
+        :meth:`_task`. Arguments are pushed in order, so the last argument is
+        walked first.
+        """
+        memo = self.memo
+        get = memo.get
+        table = self.table
+        log = self.log
+        marks = self.marks
+        fskip = self.fskip
+        visit = self._visit
+        stack = self.stack
+        stack.append(root)
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node = pop()
+            if node is None:
+                node = pop()
+                args = node.args
+                new_args = tuple(map(get, args))
+            elif type(node) is Call and type(node.op) is Op:
+                if node not in memo:
+                    push(node)
+                    push(None)
+                    for a in node.args:
+                        if a not in memo:
+                            push(a)
+                continue
+            else:
+                visit(node)
+                continue
+            op = node.op
+            attrs = node.attrs
+            if not args or op.stateful or (fskip is not None and fskip(node)):
+                memo[node] = node if new_args == args else Call(op, new_args, attrs)
+                continue
+            if attrs is EMPTY_ATTRS:
+                key = (op, new_args)
+            else:
+                key = (op, new_args, self._attrs_key(attrs))
+            canon = table.get(key)
+            if canon is None:
+                canon = node if new_args == args else Call(op, new_args, attrs)
+                table[key] = canon
+                if marks:
+                    log.append(key)
+            memo[node] = canon
+        return memo[root]
+
+    def _merge(self, node: Expr, key: Any, build: Callable[[], Expr]) -> None:
+        """Map ``node`` to the canonical node of ``key``; ``build()`` makes it if there is none."""
+        table = self.table
+        canon = table.get(key)
+        if canon is None:
+            canon = table[key] = build()
+            if self.marks:
+                self.log.append(key)
+        self.memo[node] = canon
+
+    def _visit(self, node: Any) -> None:  # noqa: C901, PLR0912 - one branch per node kind
+        """Visit any node but an op call: a leaf, a tuple, a projection, a call of a
+        function, or the start of a Let, If or Function (which push their work items)."""
+        memo = self.memo
+        push = self.stack.append
+        t = type(node)
+        if t is tuple:
+            self._task(node)
+        elif node in memo:
+            return
+        elif t is Var or t is GlobalVar or t is Op:
+            memo[node] = node
+        elif t is Constant:
+            memo[node] = self._constant(node)
+        elif t is TupleGetItem:
+            value = node.tuple_value
+            new_value = memo.get(value)
+            if new_value is None:
+                push(node)
+                push(value)
+            elif self.fskip is not None and self.fskip(node):
+                memo[node] = node if new_value is value else TupleGetItem(new_value, node.index)
+            else:
+                self._merge(
+                    node,
+                    (_GETITEM, new_value, node.index),
+                    lambda: node if new_value is value else TupleGetItem(new_value, node.index),
+                )
+        elif t is Tuple:
+            fields = node.fields
+            new_fields = tuple(map(memo.get, fields))
+            if None in new_fields:
+                push(node)
+                for f in fields:
+                    if f not in memo:
+                        push(f)
+            elif self.fskip is not None and self.fskip(node):
+                memo[node] = node if new_fields == fields else Tuple(new_fields)
+            else:
+                self._merge(
+                    node,
+                    (_TUPLE, new_fields),
+                    lambda: node if new_fields == fields else Tuple(new_fields),
+                )
+        elif t is Call:
+            # a call of a global function, closure or var: not merged (not known pure)
+            children = (node.op, *node.args)
+            new = tuple(map(memo.get, children))
+            if None in new:
+                push(node)
+                for child in children:
+                    if child not in memo:
+                        push(child)
+            elif new == children:
+                memo[node] = node
+            else:
+                memo[node] = Call(new[0], new[1:])
+        elif t is Let:
+            # value, then the binding (may merge the var), then the body, then rebuild
+            push((_LET, node))
+            push(node.body)
+            push((_BIND, node))
+            push(node.value)
+        elif t is If:
+            # the condition runs in the current scope, each branch in a scope of its own
+            push((_IF, node))
+            push(_EXIT_TASK)
+            push(node.false_branch)
+            push(_ENTER_TASK)
+            push(_EXIT_TASK)
+            push(node.true_branch)
+            push(_ENTER_TASK)
+            push(node.cond)
+        elif t is Function:
+            attrs = node.attrs
+            if attrs and any(attrs.get(k) for k in _SKIP_ATTRS):
+                memo[node] = node
+                return
+            for p in node.params:
+                memo[p] = p
+            push((_FUNC, node))
+            push(_EXIT_TASK)
+            push(node.body)
+            push(_ENTER_TASK)
+        else:
+            raise TypeError(f"EliminateCommonSubexpr: unexpected node {type(node).__name__}")
+
+    def _task(self, task: tuple[int, Any]) -> None:
+        """Run a work item: open/close a scope, bind a let var, rebuild a Let/If/Function."""
+        kind, node = task
+        memo = self.memo
+        if kind == _ENTER:
+            self.marks.append(len(self.log))
+        elif kind == _EXIT:
+            mark = self.marks.pop()
+            log = self.log
+            table = self.table
+            for key in log[mark:]:
+                del table[key]
+            del log[mark:]
+        elif kind == _BIND:
+            var = node.var
+            if var in memo:  # used by its own value (a recursive closure): keep it
+                return
+            value = memo[node.value]
+            outer = self.let_vars.get(value)
+            if outer is not None:
+                memo[var] = outer  # same value as an enclosing let: use its var
+            else:
+                memo[var] = var
+                if type(value) not in (Var, GlobalVar):
+                    self.let_vars[value] = var
+        elif kind == _LET:
+            var = node.var
+            value = memo[node.value]
+            body = memo[node.body]
+            if self.let_vars.get(value) is var:
+                del self.let_vars[value]  # its body is done: out of scope
+            new_var = memo[var]
+            if new_var is not var:
+                memo[node] = body  # the binding was merged into an enclosing let
+            elif value is node.value and body is node.body:
+                memo[node] = node
+            else:
+                memo[node] = Let(var, value, body)
+        elif kind == _IF:
+            cond = memo[node.cond]
+            true_branch = memo[node.true_branch]
+            false_branch = memo[node.false_branch]
+            if (
+                cond is node.cond
+                and true_branch is node.true_branch
+                and false_branch is node.false_branch
+            ):
+                memo[node] = node
+            else:
+                memo[node] = If(cond, true_branch, false_branch)
+        else:  # _FUNC
+            body = memo[node.body]
+            if body is node.body:
+                memo[node] = node
+            else:
+                memo[node] = Function(node.params, body, node.ret_type, node.attrs)
+
+    def _constant(self, const: Constant) -> Constant:
+        data = const.data
+        if data.size > MAX_CONSTANT_ELEMENTS or (self.fskip is not None and self.fskip(const)):
+            return const
+        key = (data.dtype.str, data.shape, data.tobytes())
+        return self.constants.setdefault(key, const)
+
+    def _attrs_key(self, attrs: Attrs) -> Any:
+        """A hashable key equal only for attrs with the same values of the same kinds.
+
+        ``Attrs`` equality is Python's (``1 == 1.0 == True``, ``0.0 == -0.0``,
+        ``nan != nan``); the key tells those apart and makes ``nan`` equal itself.
+        Cached by identity: rebuilt calls share their input's attrs object.
+        """
+        key = self.attr_keys.get(id(attrs))
+        if key is None:
+            key = tuple(sorted((name, _value_key(v)) for name, v in attrs.items()))
+            # keep attrs alive with its key so its id cannot be reused during the walk
+            self.attr_keys[id(attrs)] = key = (attrs, key)
+        return key[1]
+
+
+def _value_key(value: Any) -> Any:
+    t = type(value)
+    if t is float:
+        return (t, value.hex())  # exact: -0.0 != 0.0, nan == nan
+    if t is tuple:
+        return (t, tuple(map(_value_key, value)))
+    return (t, value)

@@ -1,0 +1,392 @@
+"""DeadCodeElimination: drop the bindings and tuple fields nothing uses.
+
+Follows TVM Relay's ``DeadCodeElimination`` (a function pass at opt level 1,
+without its optional inlining): a ``let`` binding whose variable is not used
+is removed, and so is a binding that only dead bindings use (transitively).
+A projection of a tuple literal, ``TupleGetItem(Tuple(f0, f1, ...), i)``,
+becomes ``fi``, dropping the other fields. Both removals only happen when
+what is dropped has no effect: a binding whose value calls a ``stateful`` op
+stays, even unused, and so does a tuple field that does.
+
+**Algorithm.** One iterative post-order rebuild of the function, memoized by
+node identity (a shared node is rebuilt once and stays shared). It visits
+the *body* of a ``let`` before its binding: when the binding is reached, every
+use of its variable -- all inside the body -- has been seen, so an unused
+variable is known at once, and its value is then never visited. Uses inside
+that dead value are therefore never recorded, which is what makes the
+removal transitive: ``let %a = f(%x); let %b = g(%a); body`` with ``%b``
+unused drops ``%b``, after which ``%a`` has no use either and is dropped in
+the same walk. A node is visited once, so the pass is linear in the size of
+the function; let chains and dataflow chains are walked with an explicit
+stack, so a chain a million bindings long needs no recursion.
+
+**Effects.** An expression is *pure* when evaluating it runs no ``stateful``
+op: a call of an op is pure when the op is not stateful and its arguments are
+pure; a call of a global function, of a function literal or of a variable
+``let``-bound to a function literal is pure when the callee's body and the
+arguments are; a call of any other function value (a parameter, a call's
+result, ...) counts as impure, and so does a call that reaches itself
+(recursion) -- safe answers when the callee is unknown. Variables, constants
+and function literals are pure (creating a closure runs nothing). Purity is
+computed on demand, only for what would be dropped (the values of unused
+bindings, the other fields of a projected tuple), and memoized, so it adds at
+most one more linear walk; when no registered op is stateful at all, everything is
+pure and the walk is skipped. As in TVM, non-termination is not treated as
+an effect.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+from irpass.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    list_ops,
+)
+from irpass.ir.gcpause import gc_paused
+from irpass.transform import ConfigOption, PassContext, function_pass
+
+__all__ = ["CONFIG_OPTIONS", "DeadCodeElimination", "eliminate_dead_code", "is_pure"]
+
+CONFIG_OPTIONS: list[ConfigOption] = []
+
+
+@function_pass(opt_level=1, name="DeadCodeElimination")
+def DeadCodeElimination(func: Function, mod: IRModule, ctx: PassContext) -> Function:  # noqa: N802
+    """Remove the unused ``let`` bindings and tuple fields of ``func`` (see the module doc)."""
+    return eliminate_dead_code(func, mod)
+
+
+def eliminate_dead_code(func: Function, mod: IRModule | None = None) -> Function:
+    """``func`` without its dead bindings and dead tuple fields; ``func`` itself if it has none.
+
+    ``mod`` is the module ``func`` belongs to: calls of its global functions
+    are pure when those functions are. Without it they count as impure (when
+    some registered op is stateful; otherwise everything is pure).
+    """
+    purity = _purity_of(mod) if _any_stateful_op() else None
+    with gc_paused():
+        body = _Eliminator(purity).run(func.body)
+    if body is func.body:
+        return func
+    return Function(func.params, body, func.ret_type, func.attrs)
+
+
+def is_pure(expr: Expr, mod: IRModule | None = None) -> bool:
+    """Whether evaluating ``expr`` runs no stateful op (see the module docstring)."""
+    if not _any_stateful_op():
+        return True
+    return _purity_of(mod).check(expr)
+
+
+def _any_stateful_op() -> bool:
+    return any(Op.get(name).stateful for name in list_ops())
+
+
+# One purity analysis per module, shared by the runs on its functions: the purity of a
+# node depends only on the node and on the module's global functions (both immutable),
+# so a helper called from many functions is analysed once, not once per caller.
+_PURITY: weakref.WeakKeyDictionary[IRModule, _Purity] = weakref.WeakKeyDictionary()
+
+
+def _purity_of(mod: IRModule | None) -> _Purity:
+    if mod is None:
+        return _Purity(None)
+    purity = _PURITY.get(mod)
+    if purity is None:
+        purity = _PURITY[mod] = _Purity(mod)
+    return purity
+
+
+def _always_pure(expr: Expr) -> bool:
+    return True
+
+
+# Work-item states of the rebuild (pushed after their node: ``node, state``).
+_ENTER = 0  # first visit: push the children
+_EXIT = 1  # children rebuilt: rebuild the node
+_DECIDE = 2  # a let's body is rebuilt: keep or drop the binding
+_BUILD = 3  # a kept binding's value is rebuilt: rebuild the let
+_ALIAS = 4  # a projection of a tuple literal: it is its field's rebuilt form
+
+_LEAVES = frozenset({Var, Constant, GlobalVar, Op})
+
+
+class _Eliminator:
+    """One run of the rebuild (see the module docstring)."""
+
+    def __init__(self, purity: _Purity | None) -> None:
+        # Without a purity analysis (no op is stateful) everything is pure.
+        self.pure: Callable[[Expr], bool] = purity.check if purity else _always_pure
+        # Let vars bound to function literals, for the purity of calls through them.
+        self.functions = purity.functions if purity else None
+        # Old node -> rebuilt node, for every live node visited. A let var is a key
+        # exactly when something live uses it.
+        self.memo: dict[Expr, Expr] = {}
+        # Projection -> what it reduces to (itself when it does not reduce).
+        self.projected: dict[TupleGetItem, Expr] = {}
+
+    def run(self, root: Expr) -> Expr:
+        memo = self.memo
+        pure = self.pure
+        effects = pure is not _always_pure  # else every value is pure: skip the call
+        functions = self.functions
+        lookup = memo.__getitem__
+        stack: list = [root, _ENTER]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            state = pop()
+            node = pop()
+            if state == _ENTER:
+                if node in memo:
+                    continue
+                t = type(node)
+                if t is Call:
+                    push(node)
+                    push(_EXIT)
+                    for a in node.args:
+                        if a not in memo:
+                            push(a)
+                            push(_ENTER)
+                    op = node.op
+                    if type(op) is not Op and op not in memo:
+                        push(op)
+                        push(_ENTER)
+                elif t in _LEAVES:
+                    memo[node] = node  # for a var: it is used
+                elif t is Let:
+                    # The whole chain: decide the bindings innermost first, after the body.
+                    while True:
+                        push(node)
+                        push(_DECIDE)
+                        if functions is not None and type(node.value) is Function:
+                            functions[node.var] = node.value
+                        body = node.body
+                        if type(body) is not Let or body in memo:
+                            break
+                        node = body
+                    push(body)
+                    push(_ENTER)
+                elif t is Tuple:
+                    push(node)
+                    push(_EXIT)
+                    for f in node.fields:
+                        if f not in memo:
+                            push(f)
+                            push(_ENTER)
+                elif t is TupleGetItem:
+                    target = self._projection(node)
+                    push(node)
+                    if target is node:
+                        push(_EXIT)
+                        target = node.tuple_value
+                    else:
+                        push(_ALIAS)
+                    if target not in memo:
+                        push(target)
+                        push(_ENTER)
+                elif t is If:
+                    push(node)
+                    push(_EXIT)
+                    for child in (node.false_branch, node.true_branch, node.cond):
+                        if child not in memo:
+                            push(child)
+                            push(_ENTER)
+                elif t is Function:
+                    push(node)
+                    push(_EXIT)
+                    if node.body not in memo:
+                        push(node.body)
+                        push(_ENTER)
+                else:
+                    raise TypeError(f"DeadCodeElimination cannot visit {t.__name__} {node!r}")
+            elif state == _EXIT:
+                if type(node) is Call:  # the common case, inlined
+                    args = node.args
+                    new_args = tuple(map(lookup, args))
+                    op = node.op
+                    new_op = op if type(op) is Op else memo[op]
+                    if new_op is op and new_args == args:
+                        memo[node] = node
+                    else:
+                        attrs = node.attrs
+                        memo[node] = Call(new_op, new_args, attrs if attrs else None)
+                else:
+                    memo[node] = _rebuild(node, memo)
+            elif state == _DECIDE:
+                if node.var in memo or (effects and not pure(node.value)):
+                    push(node)
+                    push(_BUILD)
+                    value = node.value
+                    if value not in memo:
+                        push(value)
+                        push(_ENTER)
+                else:
+                    memo[node] = memo[node.body]  # dead: the let is its body
+            elif state == _BUILD:
+                value = memo[node.value]
+                body = memo[node.body]
+                if value is node.value and body is node.body:
+                    memo[node] = node
+                else:
+                    memo[node] = Let(node.var, value, body)
+            else:  # _ALIAS
+                memo[node] = memo[self.projected[node]]
+        return memo[root]
+
+    def _projection(self, item: TupleGetItem) -> Expr:
+        """What ``item`` reduces to: a field of a tuple literal whose other fields are
+        pure, through nested projections (``((a, b), c).0.1`` is ``b``); else ``item``."""
+        projected = self.projected
+        if item in projected:
+            return projected[item]
+        pure = self.pure
+        work = [item]
+        while work:
+            node = work[-1]
+            value = node.tuple_value
+            if type(value) is TupleGetItem:
+                if value not in projected:
+                    work.append(value)
+                    continue
+                value = projected[value]
+            target: Expr = node
+            if type(value) is Tuple and node.index < len(value.fields):
+                fields = value.fields
+                index = node.index
+                if all(pure(f) for i, f in enumerate(fields) if i != index):
+                    target = fields[index]
+                    if type(target) is TupleGetItem:
+                        # The field may itself reduce: resolve it first.
+                        if target not in projected:
+                            work.append(target)
+                            continue
+                        target = projected[target]
+            projected[node] = target
+            work.pop()
+        return projected[item]
+
+
+def _rebuild(node: Expr, memo: dict[Expr, Expr]) -> Expr:
+    """``node`` over the rebuilt forms of its children (itself when none changed)."""
+    t = type(node)
+    if t is Call:
+        args = node.args
+        new_args = tuple([memo[a] for a in args])
+        op = node.op
+        new_op = op if type(op) is Op else memo[op]
+        if new_op is op and new_args == args:
+            return node
+        attrs = node.attrs
+        return Call(new_op, new_args, attrs if attrs else None)
+    if t is Tuple:
+        fields = node.fields
+        new_fields = tuple([memo[f] for f in fields])
+        return node if new_fields == fields else Tuple(new_fields)
+    if t is TupleGetItem:
+        value = memo[node.tuple_value]
+        return node if value is node.tuple_value else TupleGetItem(value, node.index)
+    if t is If:
+        cond = memo[node.cond]
+        true_branch = memo[node.true_branch]
+        false_branch = memo[node.false_branch]
+        if (
+            cond is node.cond
+            and true_branch is node.true_branch
+            and false_branch is node.false_branch
+        ):
+            return node
+        return If(cond, true_branch, false_branch)
+    # Function
+    body = memo[node.body]
+    if body is node.body:
+        return node
+    return Function(node.params, body, node.ret_type, node.attrs)
+
+
+class _Purity:
+    """Memoized purity of expressions (see the module docstring), computed iteratively."""
+
+    def __init__(self, mod: IRModule | None) -> None:
+        # Weakly: the module-level cache maps the module to this object.
+        self._mod = weakref.ref(mod) if mod is not None else None
+        self.memo: dict[Expr, bool] = {}
+        # Let vars bound to function literals: calls through them have known effects.
+        self.functions: dict[Var, Function] = {}
+
+    def check(self, root: Expr) -> bool:
+        """Whether evaluating ``root`` runs no stateful op."""
+        memo = self.memo
+        result = memo.get(root)
+        if result is not None:
+            return result
+        # Nodes whose dependencies are being computed; meeting one again is a cycle
+        # (a recursive call), which counts as impure.
+        pending: dict[Expr, tuple[Expr, ...]] = {}
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if node in memo:
+                stack.pop()
+                continue
+            deps = pending.get(node)
+            if deps is None:
+                own, deps = self._dependencies(node)
+                if not own or not deps:
+                    memo[node] = own
+                    stack.pop()
+                    continue
+                pending[node] = deps
+                for d in deps:
+                    if d not in memo and d not in pending:
+                        stack.append(d)
+                continue
+            stack.pop()
+            del pending[node]
+            # A dependency still pending is on a cycle: memo.get gives None, impure.
+            memo[node] = all(memo.get(d) for d in deps)
+        return memo[root]
+
+    def _dependencies(self, node: Expr) -> tuple[bool, tuple[Expr, ...]]:
+        """``(own, deps)``: ``node`` is pure iff ``own`` and every expression in ``deps`` is."""
+        t = type(node)
+        if t is Call:
+            op = node.op
+            args = node.args
+            top = type(op)
+            if top is Op:
+                return not op.stateful, args
+            if top is GlobalVar:
+                mod = self._mod() if self._mod is not None else None
+                if mod is None or op.name_hint not in mod:
+                    return False, ()
+                return True, (*args, mod[op.name_hint].body)
+            if top is Function:
+                return True, (*args, op.body)
+            if top is Var and op in self.functions:
+                return True, (*args, self.functions[op].body)
+            return False, ()  # an unknown function value
+        if t is Tuple:
+            return True, node.fields
+        if t is TupleGetItem:
+            return True, (node.tuple_value,)
+        if t is Let:
+            if type(node.value) is Function:
+                self.functions[node.var] = node.value
+            return True, (node.value, node.body)
+        if t is If:
+            return True, (node.cond, node.true_branch, node.false_branch)
+        return True, ()  # vars, constants, global vars, ops, function literals

@@ -1,0 +1,557 @@
+"""LambdaLift, Inline and RemoveUnusedFunctions: passes over a module's functions.
+
+**LambdaLift** (TVM's ``LambdaLift``) turns closures into global functions. A
+closure is a ``Function`` inside another function's body without
+``Primitive=1``. Our IR has no partial application (TVM builds a closure
+object of the lifted global and its captured values), so a closure is lifted
+when every use of it is a direct call: ``fn(...){...}(args)``, or
+``let %f = fn(...){...}; ... %f(args)`` with ``%f`` used only as the callee
+of calls (also inside its own body: recursion). It becomes
+``@lifted_<outer>_<k>`` whose leading params are the vars it captures (fresh
+copies of them, annotated with their types) followed by its own params; the
+binding disappears and each call becomes ``@lifted_<outer>_<k>(captured...,
+args)``. The captured vars of a closure are its free vars, except the vars of
+lifted closures, which are replaced by the captured vars of the closures they
+name (calling ``@lifted`` needs those at the call site). A closure that
+escapes (returned, stored in a tuple, passed as an argument, bound to a var
+used as a value) stays where it is; closures nested in it are still lifted.
+A lifted global gets a ``ret_type`` annotation (its body's type), so
+recursive ones type check. Types come from running type inference on the
+module first.
+
+**Inline** (TVM's ``Inline``) replaces each call ``@f(args)`` of a global
+function whose ``Function`` has attr ``Inline=1`` by a copy of ``@f``'s body
+with the arguments substituted for the params (beta reduction). Every var
+bound in the copy (lets, closure params) is fresh, so vars stay unique. When
+the module calls a stateful op anywhere, an argument whose evaluation may
+have effects is bound with a ``let`` before the body instead of substituted,
+which keeps call-by-value evaluation (once, before the body). Inline
+functions calling Inline functions are inlined bottom-up; Inline functions
+that are recursive (directly or through other Inline functions) are left as
+they are and reported with a warning on ``ctx.diag``. Afterwards, an Inline
+function that nothing references any more is removed (``@main`` never is).
+
+**RemoveUnusedFunctions(entry_functions=None)** keeps the functions reachable
+from the entry functions (default ``["main"]``) through ``GlobalVar``
+references (calls or values), and removes the rest.
+
+All three walk each function once with explicit stacks or the iterative
+``ExprMutator`` (linear, any depth), and return the input module when they
+change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from irpass.ir import (
+    Call,
+    Constant,
+    ExprMutator,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    infer_type,
+)
+from irpass.ir.gcpause import gc_paused
+from irpass.transform import ConfigOption, module_pass
+
+from .normal_form import EffectAnalysis, closure_free_vars
+
+if TYPE_CHECKING:
+    from irpass.ir import Expr, Type
+    from irpass.transform import PassContext
+
+__all__ = ["CONFIG_OPTIONS", "LambdaLift", "Inline", "RemoveUnusedFunctions"]
+
+CONFIG_OPTIONS: list[ConfigOption] = []
+
+_LEAVES = frozenset({Var, GlobalVar, Constant, Op})
+
+
+def _attr(func: Function, key: str) -> bool:
+    attrs = func.attrs
+    return bool(attrs) and bool(attrs.get(key))
+
+
+def _children(node: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions of ``node`` that are uses (binders excluded), in evaluation order."""
+    t = type(node)
+    if t is Call:
+        return (node.op, *node.args)
+    if t is Tuple:
+        return node.fields
+    if t is TupleGetItem:
+        return (node.tuple_value,)
+    if t is Let:
+        return (node.value, node.body)
+    if t is If:
+        return (node.cond, node.true_branch, node.false_branch)
+    if t is Function:
+        return (node.body,)
+    return ()
+
+
+def _global_refs(func: Function) -> dict[str, None]:
+    """The names of the global functions ``func`` refers to, in order of first reference."""
+    refs: dict[str, None] = {}
+    seen: set[Expr] = set()
+    stack: list[Expr] = [func.body]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if type(node) is GlobalVar:
+            refs[node.name_hint] = None
+        else:
+            stack.extend(_children(node))
+    return refs
+
+
+# -- LambdaLift --------------------------------------------------------------------------
+
+
+class _LiftAnalysis:
+    """Which closures of one global function can be lifted, and what each captures."""
+
+    def __init__(self, func: Function) -> None:
+        self.funcs: list[Function] = []  # nested closures, definitions before uses
+        self.escapes: set[Function] = set()
+        self.var_escapes: set[Var] = set()
+        self.let_vars: dict[Function, list[Var]] = {}
+        self.order: dict[Var, int] = {p: i for i, p in enumerate(func.params)}
+        self._walk(func)
+        self.liftable: list[Function] = [
+            f
+            for f in self.funcs
+            if f not in self.escapes
+            and not any(v in self.var_escapes for v in self.let_vars.get(f, ()))
+        ]
+        lifted = set(self.liftable)
+        #: the lifted closure each let var names
+        self.closure_of: dict[Var, Function] = {
+            v: f for f in self.liftable for v in self.let_vars.get(f, ())
+        }
+        self.captured: dict[Function, list[Var]] = {}
+        if not lifted:
+            return
+        table = closure_free_vars(func)
+        order = self.order
+        for f in self.liftable:  # definitions first: closures f calls are done already
+            own = self.let_vars.get(f, ())
+            needed: set[Var] = set()
+            for v in table[f]:
+                if v in own:
+                    continue
+                callee = self.closure_of.get(v)
+                if callee is None:
+                    needed.add(v)
+                else:
+                    needed.update(self.captured[callee])
+            self.captured[f] = sorted(needed, key=lambda v: (order.get(v, len(order)), v.name_hint))
+
+    def _walk(self, func: Function) -> None:
+        # Pre-order, a let's value before its body, so a closure is met before the
+        # closures that call it through its let var.
+        order = self.order
+        seen: set[Expr] = set()
+        stack: list[Expr] = [func.body]
+        self._note_value(func.body)
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            t = type(node)
+            if t is Call:
+                op = node.op
+                # The callee position is the one use that does not make a closure escape.
+                for a in node.args:
+                    self._note_value(a)
+                kids = (op, *node.args)
+            elif t is Let:
+                order.setdefault(node.var, len(order))
+                value = node.value
+                if type(value) is Function:
+                    self.let_vars.setdefault(value, []).append(node.var)
+                else:
+                    self._note_value(value)
+                self._note_value(node.body)
+                kids = (value, node.body)
+            elif t is Function:
+                if _attr(node, "Primitive"):
+                    continue  # never lifted, never entered (as in TVM)
+                self.funcs.append(node)
+                for p in node.params:
+                    order.setdefault(p, len(order))
+                self._note_value(node.body)
+                kids = (node.body,)
+            else:
+                kids = _children(node)
+                for k in kids:
+                    self._note_value(k)
+            for k in reversed(kids):
+                if type(k) not in _LEAVES and k not in seen:
+                    stack.append(k)
+
+    def _note_value(self, expr: Expr) -> None:
+        """``expr`` is used as a value (not as a callee, not as a let's bound function)."""
+        t = type(expr)
+        if t is Function:
+            self.escapes.add(expr)
+        elif t is Var:
+            self.var_escapes.add(expr)
+
+
+class _LiftRewriter(ExprMutator):
+    """Rewrites calls of lifted closures into calls of their globals and drops their lets.
+
+    For the body of a lifted closure (``fresh=True``) every var bound inside it
+    is renamed too: a node of the closure can also be shared with the function
+    it was lifted from, and a var must stay bound in one place only.
+    """
+
+    def __init__(self, analysis: _LiftAnalysis, globals_: dict[Function, GlobalVar],
+                 subst: dict[Var, Var], fresh: bool) -> None:
+        self.a = analysis
+        self.globals = globals_
+        self.fresh = fresh
+        self.memo.update(subst)  # captured vars -> the lifted function's params
+
+    def _lifted(self, callee: Expr) -> Function | None:
+        if type(callee) is Var:
+            return self.a.closure_of.get(callee)
+        if type(callee) is Function and callee in self.globals:
+            return callee
+        return None
+
+    def _rename(self, v: Var) -> Var:
+        new = Var(v.name_hint, v.type_annotation)
+        self.memo[v] = new
+        return new
+
+    def visit_call(self, call: Call) -> Expr:
+        target = self._lifted(call.op)
+        if target is None:
+            return super().visit_call(call)
+        visit = self.visit
+        captured = [visit(v) for v in self.a.captured[target]]
+        return Call(self.globals[target], captured + [visit(a) for a in call.args])
+
+    def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
+        if let.var in self.a.closure_of:
+            return None  # every use became a call of the global
+        if self.fresh:
+            var = self._rename(let.var)  # before the value: a letrec function uses it
+            return var, self.visit(let.value)
+        return super().visit_let_binding(let)
+
+    def visit_function(self, func: Function) -> Expr:
+        if _attr(func, "Primitive") or func in self.globals:
+            return func
+        if self.fresh:
+            params = [self._rename(p) for p in func.params]
+            return Function(params, self.visit(func.body), func.ret_type, func.attrs)
+        return super().visit_function(func)
+
+
+def _lift_function(
+    name: str, func: Function, taken: set[str]
+) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
+    """``func`` with its liftable closures lifted, and the new globals ``(name, function)``."""
+    analysis = _LiftAnalysis(func)
+    if not analysis.liftable:
+        return func, []
+    globals_: dict[Function, GlobalVar] = {}
+    k = 0
+    for f in analysis.liftable:
+        while f"lifted_{name}_{k}" in taken:
+            k += 1
+        gname = f"lifted_{name}_{k}"
+        taken.add(gname)
+        globals_[f] = GlobalVar(gname)
+    lifted: list[tuple[GlobalVar, Function]] = []
+    for f in analysis.liftable:
+        captured = {v: Var(v.name_hint, _type_of(v)) for v in analysis.captured[f]}
+        own = {p: Var(p.name_hint, p.type_annotation) for p in f.params}
+        body = _LiftRewriter(analysis, globals_, {**captured, **own}, fresh=True).visit(f.body)
+        ret = f.ret_type if f.ret_type is not None else f.checked_type.ret_type
+        params = list(captured.values()) + list(own.values())
+        lifted.append((globals_[f], Function(params, body, ret, f.attrs)))
+    body = _LiftRewriter(analysis, globals_, {}, fresh=False).visit(func.body)
+    return Function(func.params, body, func.ret_type, func.attrs), lifted
+
+
+def _type_of(v: Var) -> Type:
+    return v.type_annotation if v.type_annotation is not None else v.checked_type
+
+
+def _has_closure(func: Function) -> bool:
+    """Whether ``func`` contains a non-primitive function (a candidate for lifting)."""
+    seen: set[Expr] = set()
+    stack: list[Expr] = [func.body]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if type(node) is Function:
+            if not _attr(node, "Primitive"):
+                return True
+            continue
+        stack.extend(_children(node))
+    return False
+
+
+@module_pass(opt_level=0, name="LambdaLift")
+def LambdaLift(mod: IRModule, ctx: PassContext) -> IRModule:
+    """Lift every closure that is only called directly into a new global function.
+
+    See the module docstring for the rules; escaping closures stay in place.
+    Returns ``mod`` itself when there is nothing to lift.
+    """
+    todo = [gv for gv, f in mod.items() if not _attr(f, "Primitive") and _has_closure(f)]
+    if not todo:
+        return mod
+    with gc_paused():
+        typed = infer_type(mod)  # captured vars need their types as param annotations
+        taken = {gv.name_hint for gv in mod.get_global_vars()}
+        out: dict[GlobalVar, Function] = {}
+        changed = False
+        for gv, func in mod.items():
+            out[gv] = func
+            if gv in todo:
+                new, lifted = _lift_function(gv.name_hint, typed[gv.name_hint], taken)
+                if lifted:
+                    changed = True
+                    out[gv] = new
+                    out.update(lifted)
+    return IRModule(out) if changed else mod
+
+
+# -- Inline ----------------------------------------------------------------------------
+
+
+class _Copier(ExprMutator):
+    """A copy of a function body with params replaced and every bound var fresh."""
+
+    def __init__(self, subst: dict[Var, Expr]) -> None:
+        self.memo.update(subst)
+
+    def _fresh(self, v: Var) -> Var:
+        new = Var(v.name_hint, v.type_annotation)
+        self.memo[v] = new
+        return new
+
+    def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
+        var = self._fresh(let.var)  # before the value: a letrec function calls itself
+        return var, self.visit(let.value)
+
+    def visit_function(self, func: Function) -> Expr:
+        params = [self._fresh(p) for p in func.params]
+        return Function(params, self.visit(func.body), func.ret_type, func.attrs)
+
+
+class _Inliner(ExprMutator):
+    """Replaces calls of the functions in ``bodies`` by copies of their bodies."""
+
+    def __init__(self, bodies: dict[str, Function], effects: EffectAnalysis) -> None:
+        self.bodies = bodies
+        self.effects = effects
+        self.count = 0
+
+    def visit_call(self, call: Call) -> Expr:
+        op = call.op
+        callee = self.bodies.get(op.name_hint) if type(op) is GlobalVar else None
+        if callee is None or len(callee.params) != len(call.args):
+            return super().visit_call(call)
+        self.count += 1
+        subst: dict[Var, Expr] = {}
+        lets: list[tuple[Var, Expr]] = []
+        for p, arg in zip(callee.params, call.args, strict=True):
+            new_arg = self.visit(arg)
+            if self.effects.may_have_effects(arg):
+                # Call by value: evaluate it once, before the body, as the call did.
+                fresh = Var(p.name_hint, p.type_annotation)
+                lets.append((fresh, new_arg))
+                subst[p] = fresh
+            else:
+                subst[p] = new_arg
+        body = _Copier(subst).visit(callee.body)
+        for var, value in reversed(lets):
+            body = Let(var, value, body)
+        return body
+
+    def visit_function(self, func: Function) -> Expr:
+        if _attr(func, "Primitive"):
+            return func
+        return super().visit_function(func)
+
+
+def _inline_order(mod: IRModule, inline: set[str]) -> tuple[list[str], list[str]]:
+    """The Inline functions callees first, and those on a cycle of Inline calls.
+
+    Edges go from an Inline function to the Inline functions it refers to.
+    Tarjan's strongly connected components, with an explicit stack.
+    """
+    edges = {n: [m for m in _global_refs(mod[n]) if m in inline] for n in inline}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    scc_stack: list[str] = []
+    order: list[str] = []
+    recursive: list[str] = []
+    for start in sorted(inline):
+        if start in index:
+            continue
+        work = [(start, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                scc_stack.append(node)
+                on_stack.add(node)
+            succ = edges[node]
+            if i < len(succ):
+                work.append((node, i + 1))
+                nxt = succ[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = scc_stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1 or node in edges[node]:
+                    recursive.extend(sorted(comp))
+                else:
+                    order.append(node)
+    return order, recursive
+
+
+@module_pass(opt_level=1, name="Inline")
+def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
+    """Inline the calls of global functions marked ``Inline=1``; drop the ones left unused.
+
+    See the module docstring. Returns ``mod`` itself when there is nothing to
+    inline or remove.
+    """
+    inline = {gv.name_hint for gv, f in mod.items() if _attr(f, "Inline")}
+    if not inline:
+        return mod
+    order, recursive = _inline_order(mod, inline)
+    if recursive:
+        ctx.diag.warning(
+            "not inlining recursive functions marked Inline=1 (left as calls): "
+            + ", ".join("@" + n for n in recursive)
+        )
+    effects = EffectAnalysis(mod)
+    bodies: dict[str, Function] = {}  # the Inline functions, their own calls inlined
+    new_funcs: dict[str, Function] = {}
+    changed = False
+    with gc_paused():
+        for name in order:  # callees first: their bodies are final when copied
+            func = mod[name]
+            body = _Inliner(bodies, effects).visit(func.body)
+            if body is not func.body:
+                func = Function(func.params, body, func.ret_type, func.attrs)
+                changed = True
+            bodies[name] = func
+        for gv, func in mod.items():
+            name = gv.name_hint
+            if name in bodies:
+                new_funcs[name] = bodies[name]
+                continue
+            if not _attr(func, "Primitive"):
+                body = _Inliner(bodies, effects).visit(func.body)
+                if body is not func.body:
+                    func = Function(func.params, body, func.ret_type, func.attrs)
+                    changed = True
+            new_funcs[name] = func
+    # Remove the inlined functions nothing refers to any more: keep what the
+    # other functions reach.
+    candidates = {n for n in bodies if n != "main"}
+    keep = [n for n in new_funcs if n not in candidates]
+    reached = set(keep)
+    while keep:
+        for ref in _global_refs(new_funcs[keep.pop()]):
+            if ref not in reached and ref in new_funcs:
+                reached.add(ref)
+                keep.append(ref)
+    if not changed and len(reached) == len(new_funcs):
+        return mod
+    return IRModule({mod.get_global_var(n): f for n, f in new_funcs.items() if n in reached})
+
+
+# -- RemoveUnusedFunctions ---------------------------------------------------------------
+
+
+@module_pass(opt_level=1, name="RemoveUnusedFunctions")
+class RemoveUnusedFunctions:
+    """Remove the global functions not reachable from ``entry_functions``.
+
+    ``entry_functions`` is a list of function names (or ``GlobalVar``), by
+    default ``["main"]``. A function is reachable when an entry function
+    refers to it, directly or through reachable functions (by a call or as a
+    value). A name that is not a function of the module is an error listing
+    the module's functions.
+    """
+
+    def __init__(self, entry_functions: Sequence[str | GlobalVar] | None = None) -> None:
+        if entry_functions is None:
+            names = ["main"]
+        elif isinstance(entry_functions, (str, GlobalVar)):
+            raise TypeError(
+                "RemoveUnusedFunctions: entry_functions must be a list of function names, "
+                f"got {entry_functions!r} (did you mean [{entry_functions!r}]?)"
+            )
+        else:
+            names = []
+            for e in entry_functions:
+                if isinstance(e, GlobalVar):
+                    e = e.name_hint
+                if not isinstance(e, str):
+                    raise TypeError(
+                        "RemoveUnusedFunctions: entry_functions must hold function names, "
+                        f"got {type(e).__name__} {e!r}"
+                    )
+                names.append(e)
+        self.entry_functions: list[str] = names
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        """``mod`` without its unreachable functions (``mod`` itself if all are reachable)."""
+        missing = [n for n in self.entry_functions if n not in mod]
+        if missing:
+            have = ", ".join("@" + gv.name_hint for gv in mod.get_global_vars()) or "none"
+            raise ValueError(
+                "RemoveUnusedFunctions: entry function(s) "
+                + ", ".join("@" + n for n in missing)
+                + f" not in the module; its functions are: {have}"
+            )
+        reached = set(self.entry_functions)
+        todo = list(reached)
+        while todo:
+            for ref in _global_refs(mod[todo.pop()]):
+                if ref not in reached and ref in mod:
+                    reached.add(ref)
+                    todo.append(ref)
+        if len(reached) == len(mod):
+            return mod
+        return IRModule({gv: f for gv, f in mod.items() if gv.name_hint in reached})

@@ -1,0 +1,194 @@
+"""SimplifyInference: lower the training-shaped ops to plain arithmetic for inference.
+
+Rewrites, as TVM's ``SimplifyInference`` does:
+
+* ``nn.batch_norm(x, gamma, beta, mean, var)`` (the core's op returns the
+  3-tuple ``(out, mean, var)``; ``out`` normalizes with the moving statistics)
+  becomes ``x * scale + shift`` with the per-channel vectors
+  ``scale = gamma / sqrt(var + epsilon)`` and ``shift = beta - mean * scale``
+  (``gamma`` taken as 1 when ``scale=False``, ``beta`` as 0 when
+  ``center=False``). When the vectors it needs are constants, ``scale`` and
+  ``shift`` are computed here (in float64, then rounded to the data dtype) and
+  stored as constants; otherwise the arithmetic is built from ops. Either way
+  they are shaped ``(C, 1, ..., 1)`` to broadcast along ``axis`` (for NCHW,
+  ``axis=1``: ``(C, 1, 1)``; for the last axis, as in NHWC, the ``(C,)`` vector
+  broadcasts as is). ``bn[0]`` becomes the arithmetic itself; any other use
+  of the call sees the tuple ``(x * scale + shift, mean, var)``;
+* ``nn.dropout(x)`` becomes ``x`` (the core's dropout is the inference-mode
+  identity with the input's type, not Relay's ``(out, mask)`` tuple);
+* ``nn.layer_norm`` is decomposed into ``mean``, ``subtract``, ``multiply``,
+  ``sqrt``, ``divide`` (then ``* gamma`` and ``+ beta``) only when the config
+  option ``std.SimplifyInference.decompose_layer_norm`` is set; by default it
+  is left alone, since a fused layer_norm kernel is usually faster.
+
+A rewrite that would no longer evaluate an argument (``gamma`` with
+``scale=False``, ``beta`` with ``center=False``) is skipped when that argument
+may have side effects, so no stateful call is dropped.
+
+One :class:`~irpass.ir.ExprMutator` walk (iterative, memoized by node
+identity): linear in the size of the function. Needs types (``InferType``) for
+the shape, dtype and channel axis of the data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from irpass import op
+from irpass.ir import (
+    Attrs,
+    Call,
+    Constant,
+    Expr,
+    ExprMutator,
+    Function,
+    IRModule,
+    Op,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    const,
+)
+from irpass.ir.gcpause import gc_paused
+from irpass.transform import ConfigOption, PassContext, function_pass
+
+from .simplify_expr import Effects, _typed
+
+__all__ = ["CONFIG_OPTIONS", "DECOMPOSE_LAYER_NORM", "SimplifyInference"]
+
+#: Config key: also decompose ``nn.layer_norm`` into elementwise ops and reductions.
+DECOMPOSE_LAYER_NORM = "std.SimplifyInference.decompose_layer_norm"
+
+CONFIG_OPTIONS: list[ConfigOption] = [
+    ConfigOption(
+        DECOMPOSE_LAYER_NORM,
+        bool,
+        False,
+        "SimplifyInference: decompose nn.layer_norm into mean/subtract/sqrt/divide ops",
+    ),
+]
+
+
+@function_pass(opt_level=0, name="SimplifyInference", required=["InferType"])
+def SimplifyInference(func: Function, mod: IRModule, ctx: PassContext) -> Function:
+    """Lower ``nn.batch_norm``, ``nn.dropout`` (and optionally ``nn.layer_norm``) in ``func``.
+
+    Returns ``func`` itself when it holds none of them.
+    """
+    decompose = bool(ctx.config.get(DECOMPOSE_LAYER_NORM, False))
+    typed = _typed(func, mod)
+    with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
+        out = _InferenceSimplifier(decompose).visit(typed)
+    return func if out is typed else out
+
+
+class _InferenceSimplifier(ExprMutator):
+    def __init__(self, decompose_layer_norm: bool) -> None:
+        self.decompose_layer_norm = decompose_layer_norm
+        self.effects = Effects()
+        # The tuple each rewritten batch_norm became -> its field 0 (the normalized data).
+        self.bn_outputs: dict[Expr, Expr] = {}
+
+    def visit_call(self, call: Call) -> Expr:
+        new = super().visit_call(call)
+        callee = call.op
+        if type(callee) is not Op:
+            return new
+        name = callee.name
+        if name == "nn.dropout":
+            return new.args[0]
+        if name == "nn.batch_norm":
+            return self._batch_norm(call, new)
+        if name == "nn.layer_norm" and self.decompose_layer_norm:
+            return self._layer_norm(call, new)
+        return new
+
+    def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
+        value = self.visit(item.tuple_value)
+        if item.index == 0:
+            out = self.bn_outputs.get(value)
+            if out is not None:
+                return out
+        if value is item.tuple_value:
+            return item
+        return TupleGetItem(value, item.index)
+
+    def _droppable(self, call: Call, unused: list[int]) -> bool:
+        """Whether the rewrite may stop evaluating the arguments at ``unused``."""
+        return not any(self.effects(call.args[i]) for i in unused)
+
+    def _batch_norm(self, call: Call, new: Call) -> Expr:
+        attrs = call.attrs
+        unused = ([] if attrs["scale"] else [1]) + ([] if attrs["center"] else [2])
+        if not self._droppable(new, unused):
+            return new
+        data, gamma, beta, mean, var = new.args
+        dty = call.args[0].checked_type
+        assert isinstance(dty, TensorType)
+        axis = attrs["axis"] % dty.ndim
+        # (C, 1, ..., 1): broadcasts against data along `axis` (leading dims need no 1s).
+        vshape = (dty.shape[axis],) + (1,) * (dty.ndim - 1 - axis)
+        needed = [mean, var]
+        needed += [gamma] if attrs["scale"] else []
+        needed += [beta] if attrs["center"] else []
+        if all(type(v) is Constant for v in needed):
+            scale, shift = _bn_constants(gamma, beta, mean, var, attrs, dty.dtype)
+            scale_e: Expr = const(scale.reshape(vshape))
+            shift_e: Expr = const(shift.reshape(vshape))
+        else:
+            eps = const(np.array(attrs["epsilon"], dtype=dty.dtype))
+            std = op.sqrt(op.add(var, eps))
+            one = const(np.array(1, dtype=dty.dtype))
+            scale_v = op.divide(gamma if attrs["scale"] else one, std)
+            mean_scaled = op.multiply(mean, scale_v)
+            if attrs["center"]:
+                shift_v = op.subtract(beta, mean_scaled)
+            else:
+                shift_v = op.negative(mean_scaled)
+            scale_e = _along(scale_v, len(vshape))
+            shift_e = _along(shift_v, len(vshape))
+        out = op.add(op.multiply(data, scale_e), shift_e)
+        tup = Tuple([out, mean, var])
+        self.bn_outputs[tup] = out
+        return tup
+
+    def _layer_norm(self, call: Call, new: Call) -> Expr:
+        attrs = call.attrs
+        unused = ([] if attrs["scale"] else [1]) + ([] if attrs["center"] else [2])
+        if not self._droppable(new, unused):
+            return new
+        data, gamma, beta = new.args
+        dty = call.args[0].checked_type
+        assert isinstance(dty, TensorType)
+        axis = attrs["axis"] % dty.ndim
+        rank = dty.ndim - axis  # gamma/beta as (C, 1, ..., 1): `rank` dims
+        mean = op.mean(data, axis=[axis], keepdims=True)
+        centered = op.subtract(data, mean)
+        var = op.mean(op.multiply(centered, centered), axis=[axis], keepdims=True)
+        eps = const(np.array(attrs["epsilon"], dtype=dty.dtype))
+        out = op.divide(centered, op.sqrt(op.add(var, eps)))
+        if attrs["scale"]:
+            out = op.multiply(out, _along(gamma, rank))
+        if attrs["center"]:
+            out = op.add(out, _along(beta, rank))
+        return out
+
+
+def _bn_constants(
+    gamma: Expr, beta: Expr, mean: Expr, var: Expr, attrs: Attrs, dtype: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The per-channel ``(scale, shift)`` of a batch_norm with constant statistics."""
+    mean_v = mean.data.astype(np.float64)
+    with np.errstate(all="ignore"):  # a negative variance gives nan, as the kernel does
+        std = np.sqrt(var.data.astype(np.float64) + attrs["epsilon"])
+        scale = (gamma.data.astype(np.float64) if attrs["scale"] else 1.0) / std
+        shift = (beta.data.astype(np.float64) if attrs["center"] else 0.0) - mean_v * scale
+    return scale.astype(dtype), shift.astype(dtype)
+
+
+def _along(vec: Expr, rank: int) -> Expr:
+    """A ``(C,)`` vector shaped ``(C, 1, ..., 1)`` with ``rank`` dims in all."""
+    if rank <= 1:
+        return vec
+    if type(vec) is Constant:
+        return const(vec.data.reshape((vec.data.shape[0],) + (1,) * (rank - 1)))
+    return op.expand_dims(vec, axis=1, num_newaxis=rank - 1)

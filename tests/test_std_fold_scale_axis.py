@@ -1,0 +1,861 @@
+"""BackwardFoldScaleAxis, ForwardFoldScaleAxis and FoldScaleAxis (irpass_std/fold_scale_axis.py).
+
+Expected-IR tests (one per rule, and the cases where the pass must not fire)
+build the input and the hand-written result; expected weights are computed
+here with numpy from the test's own arrays. Scales are powers of two where a
+result is a product of several of them, so every expected constant is exact.
+Meaning is checked with ``check_semantics`` on every example network, on
+networks whose batch norms were turned into ``multiply``/``add`` (by hand and
+by SimplifyInference), on hypothesis programs and on random conv/dense chains.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import irpass
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from irpass import op
+from irpass.ir import (
+    Call,
+    Constant,
+    ExprMutator,
+    Function,
+    GlobalVar,
+    If,
+    IRModule,
+    Let,
+    Op,
+    Tuple,
+    Var,
+    assert_structural_equal,
+    post_order_visit,
+    var,
+)
+from irpass.testing import check_semantics, models
+from irpass.testing import strategies as sts
+from irpass.transform import PassContext, Sequential, get_pass
+from irpass_std.fold_scale_axis import (
+    BackwardFoldScaleAxis,
+    FoldScaleAxis,
+    ForwardFoldScaleAxis,
+)
+
+RNG = np.random.default_rng(1234)
+DOC = Path(__file__).resolve().parents[1] / "plugins" / "irpass_std" / "docs" / "FoldScaleAxis.md"
+
+
+def _arr(*shape, low=-1.0, high=1.0, dtype="float32"):
+    return RNG.uniform(low, high, size=shape).astype(dtype)
+
+
+def _c(a):
+    return Constant(np.asarray(a))
+
+
+def _pow2(*shape, negative=False):
+    """Powers of two in [1/4, 4], all positive unless ``negative``."""
+    a = (2.0 ** RNG.integers(-2, 3, size=shape)).astype("float32")
+    if negative:
+        a = a * np.where(RNG.integers(0, 2, size=shape) == 0, -1.0, 1.0).astype("float32")
+        a.flat[0] = -abs(a.flat[0])
+    return a
+
+
+def _mod(params, body):
+    return IRModule.from_expr(Function(params, body))
+
+
+def _run(p, mod):
+    """Run ``p`` at opt level 3, checking meaning, and return the result's main."""
+    return check_semantics(p, mod)["main"]
+
+
+def _same(p, mod):
+    """``p`` does not fire: the very same module comes back, and its main too."""
+    with PassContext(opt_level=3):
+        out = p(mod)
+    assert out is mod
+    assert out["main"] is mod["main"]
+
+
+def _ops(expr):
+    """The op names of every op call in ``expr``."""
+    names = []
+
+    def collect(n):
+        if type(n) is Call and type(n.op) is Op:
+            names.append(n.op.name)
+
+    post_order_visit(expr, collect)
+    return names
+
+
+X = (1, 3, 6, 6)
+
+
+# -- registration ------------------------------------------------------------------------------
+
+
+def test_registered_with_tvm_names_and_levels():
+    for name in ("BackwardFoldScaleAxis", "ForwardFoldScaleAxis"):
+        p = get_pass(name)
+        assert p.info.name == name and p.info.opt_level == 3
+        assert list(p.info.required) == ["InferType"]
+    seq = FoldScaleAxis()
+    assert isinstance(seq, Sequential)
+    assert seq.info.name == "FoldScaleAxis" and seq.info.opt_level == 3
+    assert [p.info.name for p in seq.passes] == ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis"]
+    assert get_pass("FoldScaleAxis").info.name == "FoldScaleAxis"
+    assert irpass.transform.FoldScaleAxis().info.name == "FoldScaleAxis"
+
+
+def test_doc_paragraph_and_example_run():
+    text = DOC.read_text()
+    assert text.startswith("### FoldScaleAxis\n")
+    assert "opt level 3; requires InferType; config: none*" in text
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], str(DOC), "exec"), {})
+
+
+# -- backward: expected IR ---------------------------------------------------------------------
+
+
+def test_backward_conv_nchw():
+    x = var("x", shape=X)
+    w, s = _arr(4, 3, 3, 3), _arr(4, 1, 1)
+    mod = _mod([x], op.multiply(op.nn.conv2d(x, _c(w), padding=1), _c(s)))
+    out = _run(BackwardFoldScaleAxis, mod)
+    expected = Function([x], op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)), padding=1))
+    assert_structural_equal(out, expected)
+
+
+def test_backward_scale_on_the_left_and_out_layout():
+    x = var("x", shape=X)
+    w, s = _arr(4, 3, 3, 3), _arr(1, 1, 1, 4)
+    conv = op.nn.conv2d(x, _c(w), out_layout="NHWC")
+    mod = _mod([x], op.multiply(_c(s), conv))
+    out = _run(BackwardFoldScaleAxis, mod)
+    expected = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)), out_layout="NHWC")
+    assert_structural_equal(out, Function([x], expected))
+
+
+@pytest.mark.parametrize("scale_shape", [(5,), (1, 1, 1, 5)])
+def test_backward_conv_nhwc_hwio(scale_shape):
+    x = var("x", shape=(1, 6, 6, 3))
+    w, s = _arr(3, 3, 3, 5), _arr(*scale_shape)
+    conv = op.nn.conv2d(x, _c(w), data_layout="NHWC", kernel_layout="HWIO")
+    mod = _mod([x], op.multiply(conv, _c(s)))
+    out = _run(BackwardFoldScaleAxis, mod)
+    expected = op.nn.conv2d(
+        x, _c(w * s.reshape(1, 1, 1, 5)), data_layout="NHWC", kernel_layout="HWIO"
+    )
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_scalar_scale():
+    x = var("x", shape=X)
+    w = _arr(4, 3, 1, 1)
+    mod = _mod([x], op.multiply(op.nn.conv2d(x, _c(w)), irpass.const(0.5)))
+    out = _run(BackwardFoldScaleAxis, mod)
+    assert_structural_equal(out, Function([x], op.nn.conv2d(x, _c(w * np.float32(0.5)))))
+
+
+@pytest.mark.parametrize("groups", [3, 6])
+def test_backward_grouped_conv_scales_output_channels(groups):
+    x = var("x", shape=(1, 6, 5, 5))
+    w, s = _arr(6, 6 // groups, 3, 3), _arr(6, 1, 1)
+    conv = op.nn.conv2d(x, _c(w), groups=groups)
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(conv, _c(s))))
+    expected = op.nn.conv2d(x, _c(w * s.reshape(6, 1, 1, 1)), groups=groups)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_through_bias_add_scales_the_bias():
+    x = var("x", shape=X)
+    w, b, s = _arr(4, 3, 3, 3), _arr(4), _arr(4, 1, 1)
+    y = op.nn.bias_add(op.nn.conv2d(x, _c(w)), _c(b))
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+    expected = op.nn.bias_add(op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1))), _c(b * s.reshape(4)))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_through_add_and_subtract_of_constants():
+    x = var("x", shape=X)
+    w, b, c, s = _arr(4, 3, 3, 3), _arr(4, 1, 1), _arr(1), _pow2(4, 1, 1, negative=True)
+    y = op.subtract(_c(c), op.add(op.nn.conv2d(x, _c(w)), _c(b)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+    conv = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)))
+    # the scalar-like constant c (shape (1,)) becomes per-channel: c * s has shape (4, 1, 1)
+    expected = op.subtract(_c(c * s), op.add(conv, _c(b * s)))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_through_relu_with_positive_scale():
+    x = var("x", shape=X)
+    w, b, s = _arr(4, 3, 3, 3), _arr(4), _arr(4, 1, 1, low=0.1, high=2.0)
+    y = op.nn.relu(op.nn.bias_add(op.nn.conv2d(x, _c(w), padding=1), _c(b)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+    conv = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)), padding=1)
+    expected = op.nn.relu(op.nn.bias_add(conv, _c(b * s.reshape(4))))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_dense_scales_rows():
+    x = var("x", shape=(2, 5))
+    w, b, s = _arr(4, 5), _arr(4), _arr(4)
+    y = op.nn.bias_add(op.nn.dense(x, _c(w), units=4), _c(b), axis=-1)
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+    expected = op.nn.bias_add(op.nn.dense(x, _c(w * s[:, None]), units=4), _c(b * s), axis=-1)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_dense_with_3d_data():
+    x = var("x", shape=(2, 3, 5))
+    w, s = _arr(4, 5), _arr(1, 1, 4)
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(op.nn.dense(x, _c(w)), _c(s))))
+    assert_structural_equal(out, Function([x], op.nn.dense(x, _c(w * s.reshape(4, 1)))))
+
+
+def test_backward_non_constant_weight_gets_a_multiply():
+    x = var("x", shape=X)
+    w = var("w", shape=(4, 3, 3, 3))
+    s = _arr(4, 1, 1)
+    out = _run(BackwardFoldScaleAxis, _mod([x, w], op.multiply(op.nn.conv2d(x, w), _c(s))))
+    expected = op.nn.conv2d(x, op.multiply(w, _c(s.reshape(4, 1, 1, 1))))
+    assert_structural_equal(out, Function([x, w], expected))
+
+
+def test_backward_non_constant_bias_gets_a_multiply():
+    x, b = var("x", shape=X), var("b", shape=(4,))
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    y = op.nn.bias_add(op.nn.conv2d(x, _c(w)), b)
+    out = _run(BackwardFoldScaleAxis, _mod([x, b], op.multiply(y, _c(s))))
+    expected = op.nn.bias_add(
+        op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1))), op.multiply(b, _c(s.reshape(4)))
+    )
+    assert_structural_equal(out, Function([x, b], expected))
+
+
+def test_backward_nested_multiplies_combine():
+    x = var("x", shape=X)
+    w, s1, s2 = _arr(4, 3, 3, 3), _pow2(4, 1, 1), _pow2(4, 1, 1)
+    y = op.multiply(op.nn.relu(op.multiply(op.nn.conv2d(x, _c(w)), _c(s1))), _c(s2))
+    out = _run(BackwardFoldScaleAxis, _mod([x], y))
+    expected = op.nn.relu(op.nn.conv2d(x, _c(w * (s1 * s2).reshape(4, 1, 1, 1))))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_add_of_two_conv_branches_scales_both():
+    x = var("x", shape=X)
+    w1, w2, s = _arr(4, 3, 3, 3), _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    y = op.add(op.nn.conv2d(x, _c(w1), padding=1), op.nn.conv2d(x, _c(w2)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+    s4 = s.reshape(4, 1, 1, 1)
+    expected = op.add(op.nn.conv2d(x, _c(w1 * s4), padding=1), op.nn.conv2d(x, _c(w2 * s4)))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_through_a_let_bound_var_used_once():
+    x, v = var("x", shape=X), var("v")
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    mod = _mod([x], Let(v, op.nn.conv2d(x, _c(w)), op.multiply(v, _c(s))))
+    out = _run(BackwardFoldScaleAxis, mod)
+    expected = Let(v, op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1))), v)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_through_a_chain_of_let_bound_vars():
+    # the A-normal form: every value bound to a var used once
+    x, a, b, c = var("x", shape=X), var("a"), var("b"), var("c")
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    body = Let(a, op.nn.conv2d(x, _c(w)), Let(b, a, Let(c, op.multiply(b, _c(s)), c)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], body))
+    conv = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)))
+    assert_structural_equal(out, Function([x], Let(a, conv, Let(b, a, Let(c, b, c)))))
+
+
+def test_backward_multiply_used_twice_still_folds():
+    x = var("x", shape=X)
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    m = op.multiply(op.nn.conv2d(x, _c(w)), _c(s))
+    out = _run(BackwardFoldScaleAxis, _mod([x], op.add(m, op.nn.relu(m))))
+    conv = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)))
+    assert_structural_equal(out, Function([x], op.add(conv, op.nn.relu(conv))))
+
+
+# -- backward: does not fire -------------------------------------------------------------------
+
+
+def test_backward_negative_scale_does_not_cross_relu():
+    x = var("x", shape=X)
+    s = _arr(4, 1, 1, low=0.5, high=1.0)
+    s[2] = -0.5
+    y = op.nn.relu(op.nn.conv2d(x, _c(_arr(4, 3, 3, 3))))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+
+
+def test_backward_zero_scale_does_not_cross_relu():
+    x = var("x", shape=X)
+    y = op.nn.relu(op.nn.conv2d(x, _c(_arr(4, 3, 3, 3))))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(np.zeros((4, 1, 1), "float32")))))
+
+
+def test_backward_positive_scale_crosses_relu_over_a_negative_inner_multiply():
+    # relu(conv * s1) * s2 == relu(conv * (s1 * s2)) for s2 > 0, whatever the sign of s1
+    x = var("x", shape=X)
+    w, s1, s2 = _arr(4, 3, 1, 1), _pow2(4, 1, 1, negative=True), _pow2(4, 1, 1)
+    y = op.multiply(op.nn.relu(op.multiply(op.nn.conv2d(x, _c(w)), _c(s1))), _c(s2))
+    out = _run(BackwardFoldScaleAxis, _mod([x], y))
+    expected = op.nn.relu(op.nn.conv2d(x, _c(w * (s1 * s2).reshape(4, 1, 1, 1))))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_negative_outer_scale_leaves_only_the_inner_fold():
+    x = var("x", shape=X)
+    w, s1, s2 = _arr(4, 3, 1, 1), _pow2(4, 1, 1), _pow2(4, 1, 1, negative=True)
+    y = op.multiply(op.nn.relu(op.multiply(op.nn.conv2d(x, _c(w)), _c(s1))), _c(s2))
+    out = _run(BackwardFoldScaleAxis, _mod([x], y))
+    expected = op.multiply(op.nn.relu(op.nn.conv2d(x, _c(w * s1.reshape(4, 1, 1, 1)))), _c(s2))
+    assert_structural_equal(out, Function([x], expected))
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 6), (1, 4, 6, 6), (6,), (1, 1, 6, 1), (6, 1)])
+def test_backward_non_per_channel_constant_does_not_fire(shape):
+    x = var("x", shape=X)
+    y = op.nn.conv2d(x, _c(_arr(4, 3, 3, 3)), padding=1)
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(_arr(*shape)))))
+
+
+def test_backward_scale_that_broadcasts_to_a_bigger_shape_does_not_fire():
+    x = var("x", shape=(1, 5))
+    y = op.nn.dense(x, _c(_arr(4, 5)))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(_arr(3, 1)))))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(_arr(2, 1, 4)))))
+
+
+def test_backward_conv_used_twice_does_not_fire():
+    x = var("x", shape=X)
+    conv = op.nn.conv2d(x, _c(_arr(4, 3, 3, 3)))
+    _same(BackwardFoldScaleAxis, _mod([x], op.add(op.multiply(conv, _c(_arr(4, 1, 1))), conv)))
+
+
+def test_backward_intermediate_used_twice_does_not_fire():
+    x = var("x", shape=X)
+    y = op.nn.bias_add(op.nn.conv2d(x, _c(_arr(4, 3, 3, 3))), _c(_arr(4)))
+    body = Tuple([op.multiply(y, _c(_arr(4, 1, 1))), y])
+    _same(BackwardFoldScaleAxis, _mod([x], body))
+
+
+def test_backward_let_var_used_twice_does_not_fire():
+    x, v = var("x", shape=X), var("v")
+    s = _c(_arr(4, 1, 1))
+    body = Let(v, op.nn.conv2d(x, _c(_arr(4, 3, 1, 1))), op.add(op.multiply(v, s), v))
+    _same(BackwardFoldScaleAxis, _mod([x], body))
+
+
+def test_backward_bias_add_on_another_axis_does_not_fire():
+    x = var("x", shape=(1, 3, 4, 4))
+    y = op.nn.bias_add(op.nn.conv2d(x, _c(_arr(4, 3, 1, 1))), _c(_arr(4)), axis=2)
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(_arr(4, 1, 1)))))
+
+
+def test_backward_non_constant_scale_and_other_ops_do_not_fire():
+    x, s = var("x", shape=X), var("s", shape=(4, 1, 1))
+    conv = op.nn.conv2d(x, _c(_arr(4, 3, 3, 3)))
+    _same(BackwardFoldScaleAxis, _mod([x, s], op.multiply(conv, s)))
+    x2 = var("x", shape=(2, 3, 5))
+    bmm = op.nn.batch_matmul(x2, _c(_arr(2, 4, 5)))
+    _same(BackwardFoldScaleAxis, _mod([x2], op.multiply(bmm, _c(_arr(4)))))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(op.tanh(conv), _c(_arr(4, 1, 1)))))
+
+
+def test_backward_int_dtypes_do_not_fire():
+    x = var("x", shape=X, dtype="int32")
+    w = Constant(RNG.integers(-3, 3, size=(4, 3, 1, 1)).astype("int32"))
+    s = Constant(np.full((4, 1, 1), 2, "int32"))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(op.nn.conv2d(x, w), s)))
+
+
+def test_backward_out_dtype_differing_does_not_fire():
+    x = var("x", shape=X, dtype="float16")
+    w = Constant(_arr(4, 3, 1, 1, dtype="float16"))
+    y = op.nn.conv2d(x, w, out_dtype="float32")
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(_arr(4, 1, 1)))))
+
+
+def test_backward_nonfinite_scale_does_not_fire():
+    x = var("x", shape=X)
+    s = _arr(4, 1, 1)
+    s[1] = np.inf
+    y = op.nn.conv2d(x, _c(_arr(4, 3, 1, 1)))
+    _same(BackwardFoldScaleAxis, _mod([x], op.multiply(y, _c(s))))
+
+
+# -- forward: expected IR ----------------------------------------------------------------------
+
+
+def test_forward_relu_positive_scale():
+    x = var("x", shape=X)
+    w, s = _arr(4, 3, 3, 3), _arr(3, 1, 1, low=0.1, high=2.0)
+    y = op.nn.conv2d(op.nn.relu(op.multiply(x, _c(s))), _c(w), padding=1)
+    out = _run(ForwardFoldScaleAxis, _mod([x], y))
+    expected = op.nn.conv2d(op.nn.relu(x), _c(w * s.reshape(1, 3, 1, 1)), padding=1)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_forward_without_relu_any_sign():
+    x = var("x", shape=X)
+    w, s = _arr(4, 3, 3, 3), _pow2(3, 1, 1, negative=True)
+    y = op.nn.conv2d(op.multiply(_c(s), x), _c(w))
+    out = _run(ForwardFoldScaleAxis, _mod([x], y))
+    assert_structural_equal(out, Function([x], op.nn.conv2d(x, _c(w * s.reshape(1, 3, 1, 1)))))
+
+
+def test_forward_nhwc_hwio():
+    x = var("x", shape=(1, 5, 5, 3))
+    w, s = _arr(3, 3, 3, 4), _arr(3, low=0.1, high=2.0)
+    conv = op.nn.conv2d(
+        op.nn.relu(op.multiply(x, _c(s))), _c(w), data_layout="NHWC", kernel_layout="HWIO"
+    )
+    out = _run(ForwardFoldScaleAxis, _mod([x], conv))
+    expected = op.nn.conv2d(
+        op.nn.relu(x), _c(w * s.reshape(1, 1, 3, 1)), data_layout="NHWC", kernel_layout="HWIO"
+    )
+    assert_structural_equal(out, Function([x], expected))
+
+
+@pytest.mark.parametrize("groups", [2, 4])
+def test_forward_grouped_and_depthwise(groups):
+    x = var("x", shape=(1, 4, 5, 5))
+    out_ch = 8
+    w, s = _arr(out_ch, 4 // groups, 3, 3), _arr(4, 1, 1, low=0.1, high=2.0)
+    y = op.nn.conv2d(op.nn.relu(op.multiply(x, _c(s))), _c(w), groups=groups)
+    out = _run(ForwardFoldScaleAxis, _mod([x], y))
+    # output channel o belongs to group o // (out_ch / groups) and reads input channels
+    # group * (4 / groups) + i
+    expect_w = w.copy()
+    for o in range(out_ch):
+        for i in range(4 // groups):
+            expect_w[o, i] *= s[(o // (out_ch // groups)) * (4 // groups) + i, 0, 0]
+    expected = op.nn.conv2d(op.nn.relu(x), _c(expect_w), groups=groups)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_forward_dense_scales_columns():
+    x = var("x", shape=(2, 5))
+    w, s = _arr(4, 5), _arr(5)
+    out = _run(ForwardFoldScaleAxis, _mod([x], op.nn.dense(op.multiply(x, _c(s)), _c(w))))
+    assert_structural_equal(out, Function([x], op.nn.dense(x, _c(w * s[None, :]))))
+
+
+def test_forward_biases_become_b_over_s():
+    x = var("x", shape=X)
+    w, b, c, s = _arr(4, 3, 3, 3), _arr(3), _arr(3, 1, 1), _pow2(3, 1, 1)
+    y = op.subtract(_c(c), op.nn.bias_add(op.multiply(x, _c(s)), _c(b)))
+    out = _run(ForwardFoldScaleAxis, _mod([x], op.nn.conv2d(op.nn.relu(y), _c(w))))
+    inner = op.subtract(_c(c / s), op.nn.bias_add(x, _c(b / s.reshape(3))))
+    expected = op.nn.conv2d(op.nn.relu(inner), _c(w * s.reshape(1, 3, 1, 1)))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_forward_non_constant_weight_gets_a_multiply():
+    x, w = var("x", shape=X), var("w", shape=(4, 3, 1, 1))
+    s = _arr(3, 1, 1)
+    out = _run(ForwardFoldScaleAxis, _mod([x, w], op.nn.conv2d(op.multiply(x, _c(s)), w)))
+    expected = op.nn.conv2d(x, op.multiply(w, _c(s.reshape(1, 3, 1, 1))))
+    assert_structural_equal(out, Function([x, w], expected))
+
+
+def test_forward_through_a_let_bound_var():
+    x, v = var("x", shape=X), var("v")
+    w, s = _arr(4, 3, 1, 1), _arr(3, 1, 1)
+    mod = _mod([x], Let(v, op.multiply(x, _c(s)), op.nn.conv2d(v, _c(w))))
+    out = _run(ForwardFoldScaleAxis, mod)
+    expected = Let(v, x, op.nn.conv2d(v, _c(w * s.reshape(1, 3, 1, 1))))
+    assert_structural_equal(out, Function([x], expected))
+
+
+# -- forward: does not fire --------------------------------------------------------------------
+
+
+def test_forward_negative_scale_does_not_cross_relu():
+    x = var("x", shape=X)
+    s = _arr(3, 1, 1, low=0.5, high=1.0)
+    s[0] = -1.0
+    y = op.nn.conv2d(op.nn.relu(op.multiply(x, _c(s))), _c(_arr(4, 3, 3, 3)))
+    _same(ForwardFoldScaleAxis, _mod([x], y))
+
+
+def test_forward_zero_scale_with_a_bias_does_not_fire():
+    x = var("x", shape=X)
+    s = _arr(3, 1, 1)
+    s[1] = 0.0
+    y = op.nn.conv2d(op.add(op.multiply(x, _c(s)), _c(_arr(3, 1, 1))), _c(_arr(4, 3, 3, 3)))
+    _same(ForwardFoldScaleAxis, _mod([x], y))
+
+
+@pytest.mark.parametrize("shape", [(3, 6, 6), (6,), (1, 3, 6, 1)])
+def test_forward_non_per_channel_does_not_fire(shape):
+    x = var("x", shape=X)
+    y = op.nn.conv2d(op.multiply(x, _c(_arr(*shape))), _c(_arr(4, 3, 3, 3)))
+    _same(ForwardFoldScaleAxis, _mod([x], y))
+
+
+def test_forward_multiply_used_twice_does_not_fire():
+    x = var("x", shape=X)
+    m = op.multiply(x, _c(_arr(3, 1, 1)))
+    y = op.nn.conv2d(m, _c(_arr(3, 3, 1, 1)))
+    _same(ForwardFoldScaleAxis, _mod([x], op.add(y, m)))
+
+
+def test_forward_relu_used_twice_does_not_fire():
+    x = var("x", shape=X)
+    r = op.nn.relu(op.multiply(x, _c(_arr(3, 1, 1, low=0.1, high=1.0))))
+    y = op.nn.conv2d(r, _c(_arr(3, 3, 1, 1)))
+    _same(ForwardFoldScaleAxis, _mod([x], op.add(y, r)))
+
+
+# -- FoldScaleAxis end to end ------------------------------------------------------------------
+
+
+def test_fold_scale_axis_both_directions():
+    x = var("x", shape=X)
+    w1, w2, b = _arr(4, 3, 3, 3), _arr(5, 4, 1, 1), _arr(4, 1, 1)
+    s1, s2 = _arr(4, 1, 1, low=-1.0, high=1.0), _arr(4, 1, 1, low=0.1, high=2.0)
+    # backward: s1 goes into w1 (and b stays); r has a second user, so s2 cannot go
+    # backward and goes forward into w2
+    r = op.nn.relu(op.add(op.multiply(op.nn.conv2d(x, _c(w1), padding=1), _c(s1)), _c(b)))
+    y = op.nn.conv2d(op.nn.relu(op.multiply(r, _c(s2))), _c(w2))
+    out = _run(FoldScaleAxis(), _mod([x], Tuple([y, r])))
+    r2 = op.nn.relu(op.add(op.nn.conv2d(x, _c(w1 * s1.reshape(4, 1, 1, 1)), padding=1), _c(b)))
+    expected = Tuple([op.nn.conv2d(op.nn.relu(r2), _c(w2 * s2.reshape(1, 4, 1, 1))), r2])
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_backward_goes_first():
+    # the positive scale s2 could go either way; like TVM, backward runs first and takes it
+    x = var("x", shape=X)
+    w1, w2, b = _arr(4, 3, 3, 3), _arr(5, 4, 1, 1), _arr(4, 1, 1)
+    s1, s2 = _pow2(4, 1, 1, negative=True), _pow2(4, 1, 1)
+    y = op.add(op.multiply(op.nn.conv2d(x, _c(w1), padding=1), _c(s1)), _c(b))
+    y = op.nn.conv2d(op.nn.relu(op.multiply(op.nn.relu(y), _c(s2))), _c(w2))
+    out = _run(FoldScaleAxis(), _mod([x], y))
+    first = op.add(op.nn.conv2d(x, _c(w1 * (s1 * s2).reshape(4, 1, 1, 1)), padding=1), _c(b * s2))
+    expected = op.nn.conv2d(op.nn.relu(op.nn.relu(first)), _c(w2))
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_nothing_to_fold_returns_the_same_module():
+    x = var("x", shape=X)
+    conv = op.nn.conv2d(x, _c(_arr(4, 3, 3, 3)))
+    _same(FoldScaleAxis(), _mod([x], op.nn.relu(conv)))
+
+
+def test_folds_inside_closures_ifs_and_other_globals():
+    x = var("x", shape=X)
+    w, s, t = _arr(4, 3, 1, 1), _arr(4, 1, 1), _arr(3, 1, 1, low=0.1, high=1.0)
+    folded = op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)))
+    # a closure capturing x
+    f = var("f")
+    closure = Function([], op.multiply(op.nn.conv2d(x, _c(w)), _c(s)))
+    body = Let(f, closure, Call(f, []))
+    out = _run(BackwardFoldScaleAxis, _mod([x], body))
+    assert_structural_equal(out, Function([x], Let(f, Function([], folded), Call(f, []))))
+    # the branches of an if
+    cond = op.greater(op.sum(x), irpass.const(0.0))
+    branch = If(cond, op.multiply(op.nn.conv2d(x, _c(w)), _c(s)), op.nn.conv2d(x, _c(w)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], branch))
+    assert_structural_equal(out, Function([x], If(cond, folded, op.nn.conv2d(x, _c(w)))))
+    # a second global function, forward direction
+    h = GlobalVar("helper")
+    xh = var("x", shape=X)
+    helper = Function([xh], op.nn.conv2d(op.nn.relu(op.multiply(xh, _c(t))), _c(_arr(2, 3, 1, 1))))
+    mod = IRModule({"main": Function([x], Call(h, [x])), h: helper})
+    out_mod = check_semantics(FoldScaleAxis(), mod)
+    assert out_mod["main"] is mod["main"]
+    assert "multiply" not in _ops(out_mod["helper"])
+
+
+def test_conv_output_used_in_two_branches_does_not_fire():
+    x = var("x", shape=X)
+    conv = op.nn.conv2d(x, _c(_arr(4, 3, 1, 1)))
+    cond = op.greater(op.sum(x), irpass.const(0.0))
+    body = If(cond, op.multiply(conv, _c(_arr(4, 1, 1))), conv)
+    _same(BackwardFoldScaleAxis, _mod([x], body))
+
+
+def test_ill_typed_module_is_a_pass_error_and_input_is_untouched():
+    x = var("x", shape=X)
+    bad = op.multiply(op.nn.conv2d(x, _c(_arr(4, 2, 3, 3))), _c(_arr(4, 1, 1)))
+    mod = _mod([x], bad)
+    text = str(mod)
+    with pytest.raises(irpass.PassError) as info, PassContext(opt_level=3):
+        FoldScaleAxis()(mod)
+    assert "InferType" in str(info.value) or "conv2d" in str(info.value)
+    assert str(mod) == text
+
+
+# -- example networks --------------------------------------------------------------------------
+
+
+def _model_cases():
+    cases = [(name, build) for name, build in sorted(models.MODELS.items())]
+    cases.append(("resnet_nhwc", lambda: models.resnet(layout="NHWC")))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "build"), _model_cases(), ids=[c[0] for c in _model_cases()])
+@pytest.mark.parametrize(
+    "which", ["FoldScaleAxis", "BackwardFoldScaleAxis", "ForwardFoldScaleAxis"]
+)
+def test_models_keep_meaning(name, build, which):
+    check_semantics(get_pass(which), build())
+
+
+class _ManualSimplifyInference(ExprMutator):
+    """batch_norm(...)[0] -> add(multiply(x, scale), shift) with precomputed constants, the
+    form SimplifyInference produces (written here so these tests do not depend on it)."""
+
+    def visit_tuple_getitem(self, item):
+        new = super().visit_tuple_getitem(item)
+        bn = new.tuple_value
+        if new.index != 0 or type(bn) is not Call or bn.op is not Op.get("nn.batch_norm"):
+            return new
+        data, gamma, beta, mean, variance = bn.args
+        ndim = 4
+        axis = bn.attrs["axis"] % ndim
+        scale = gamma.data / np.sqrt(variance.data + bn.attrs["epsilon"])
+        shift = beta.data - mean.data * scale
+        shape = (scale.shape[0],) + (1,) * (ndim - 1 - axis)
+        return op.add(
+            op.multiply(data, Constant(scale.reshape(shape).astype("float32"))),
+            Constant(shift.reshape(shape).astype("float32")),
+        )
+
+
+def _hand_simplified(mod):
+    return IRModule({gv: _ManualSimplifyInference().visit(f) for gv, f in mod.items()})
+
+
+def _multiplies_of_weighted_ops(expr):
+    """Multiply calls that take a conv2d / dense output directly."""
+    hits = []
+
+    def check(node):
+        if type(node) is Call and node.op is Op.get("multiply"):
+            for a in node.args:
+                if type(a) is Call and type(a.op) is Op and a.op.name in ("nn.conv2d", "nn.dense"):
+                    hits.append(node)
+
+    post_order_visit(expr, check)
+    return hits
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_batch_norm_scales_end_up_in_the_weights(layout):
+    mod = _hand_simplified(models.resnet(layout=layout))
+    assert len(_multiplies_of_weighted_ops(mod["main"])) == 5
+    out = check_semantics(FoldScaleAxis(), mod)
+    assert _ops(out["main"]).count("multiply") == 0
+    assert _ops(out["main"]).count("nn.conv2d") == 5
+
+
+def test_mobilenet_hand_simplified_folds_every_scale():
+    mod = _hand_simplified(models.mobilenet())
+    out = check_semantics(FoldScaleAxis(), mod)
+    assert _ops(out["main"]).count("multiply") == 0
+
+
+@pytest.mark.parametrize("name", sorted(models.MODELS))
+def test_with_simplify_inference_pipeline(name):
+    mod = models.MODELS[name]()
+    out = check_semantics([get_pass("SimplifyInference"), FoldScaleAxis()], mod)
+    # no constant scale stays on a conv2d / dense output
+    for m in _multiplies_of_weighted_ops(out["main"]):
+        assert not any(type(a) is Constant for a in m.args), str(m)
+    if name in ("resnet", "mobilenet"):  # every batch-norm scale went into a weight
+        assert "multiply" not in _ops(out["main"])
+
+
+def test_with_simplify_inference_pipeline_nhwc():
+    mod = models.resnet(layout="NHWC")
+    out = check_semantics([get_pass("SimplifyInference"), FoldScaleAxis()], mod)
+    assert "multiply" not in _ops(out["main"])
+
+
+@pytest.mark.parametrize("name", ["resnet", "mobilenet"])
+def test_a_normal_form_models_fold_through_lets(name):
+    passes = [get_pass("SimplifyInference"), get_pass("ToANormalForm"), FoldScaleAxis()]
+    out = check_semantics(passes, models.MODELS[name]())
+    assert "multiply" not in _ops(out["main"])
+
+
+def test_default_pipeline_at_o3_keeps_meaning_on_resnet():
+    from irpass.transform import default_pipeline
+
+    check_semantics(default_pipeline(3), models.resnet())
+    check_semantics(default_pipeline(3), _hand_simplified(models.resnet()))
+
+
+# -- hypothesis --------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(sts.modules())
+def test_hypothesis_programs_are_left_alone(mod):
+    # these programs have no conv2d / dense: nothing to fold, the very module comes back
+    weighted = any({"nn.conv2d", "nn.dense"} & set(_ops(func)) for func in mod.functions.values())
+    with PassContext(opt_level=3):
+        assert weighted or FoldScaleAxis()(mod) is mod
+    check_semantics(FoldScaleAxis(), mod, seeds=(0,))
+
+
+_CHAIN_OPS = ("bias_add", "add", "subtract_left", "relu", "scale_pos", "scale_any", "scale_full")
+
+
+@st.composite
+def _weighted_chains(draw):
+    """A conv2d or dense followed by a random chain of the ops the pass looks through
+    (per-channel multiplies among them), and a consumer conv2d / dense (forward
+    direction); some steps are let-bound, and sometimes a node of the chain is also
+    returned (a second user)."""
+    dense = draw(st.booleans())
+    nhwc = not dense and draw(st.booleans())
+    c_in, c_mid = 3, 4
+    if dense:
+        x = var("x", shape=(2, c_in))
+        y = op.nn.dense(x, _c(_arr(c_mid, c_in)))
+        axis, rank = 1, 2
+    else:
+        x = var("x", shape=(1, 4, 4, c_in) if nhwc else (1, c_in, 4, 4))
+        groups = draw(st.sampled_from([1, 1, 2] if not nhwc else [1]))
+        w_shape = (3, 3, c_in, c_mid) if nhwc else (c_mid * groups, c_in, 3, 3)
+        if groups == 2:
+            x = var("x", shape=(1, 2 * c_in, 4, 4))
+            c_mid = c_mid * groups
+        y = op.nn.conv2d(
+            x,
+            _c(_arr(*w_shape)),
+            padding=1,
+            groups=groups,
+            data_layout="NHWC" if nhwc else "NCHW",
+            kernel_layout="HWIO" if nhwc else "OIHW",
+        )
+        axis, rank = (3 if nhwc else 1), 4
+
+    def per_channel(low, high):
+        full = [1] * rank
+        full[axis] = c_mid
+        # numpy aligns shapes to the right: leading ones may go, down to a scalar
+        start = draw(st.integers(0, axis + 1))
+        shape = tuple(full[start:])
+        data = np.asarray(
+            draw(st.lists(st.floats(low, high, width=32), min_size=c_mid, max_size=c_mid)),
+            "float32",
+        )
+        if start > axis:  # the same value for every channel
+            data = data[:1]
+        return Constant(data.reshape(shape))
+
+    extra = []
+    bindings = []
+    for kind in draw(st.lists(st.sampled_from(_CHAIN_OPS), max_size=6)):
+        if kind == "bias_add":
+            y = op.nn.bias_add(y, _c(_arr(c_mid)), axis=axis)
+        elif kind == "add":
+            y = op.add(y, per_channel(-1, 1))
+        elif kind == "subtract_left":
+            y = op.subtract(per_channel(-1, 1), y)
+        elif kind == "relu":
+            y = op.nn.relu(y)
+        elif kind == "scale_pos":
+            y = op.multiply(y, per_channel(0.25, 2))
+        elif kind == "scale_any":
+            y = op.multiply(per_channel(-2, 2), y)
+        else:  # a full tensor: not per-channel
+            shape = (2, c_mid) if dense else ((1, 4, 4, c_mid) if nhwc else (1, c_mid, 4, 4))
+            y = op.multiply(y, _c(_arr(*shape)))
+        if draw(st.integers(0, 3)) == 0:  # bind it to a var, as the A-normal form does
+            v = Var(f"t{len(bindings)}")
+            bindings.append((v, y))
+            y = v
+        if draw(st.integers(0, 9)) == 0:
+            extra.append(y)
+    if dense:
+        y = op.nn.dense(y, _c(_arr(3, c_mid)))
+    else:
+        y = op.nn.conv2d(
+            y,
+            _c(_arr(*((1, 1, c_mid, 2) if nhwc else (2, c_mid, 1, 1)))),
+            data_layout="NHWC" if nhwc else "NCHW",
+            kernel_layout="HWIO" if nhwc else "OIHW",
+        )
+    body = Tuple([y, *extra]) if extra else y
+    for v, value in reversed(bindings):
+        body = Let(v, value, body)
+    return _mod([x], body)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_weighted_chains())
+def test_random_weighted_chains_keep_meaning(mod):
+    check_semantics(FoldScaleAxis(), mod, rtol=1e-3, atol=1e-4)
+
+
+# -- deep programs -----------------------------------------------------------------------------
+
+DEPTH = 30_000
+
+
+def test_deep_chain_backward_folds_every_layer():
+    x = var("x", shape=(1, 2))
+    w = _c(np.eye(2, dtype="float32"))
+    s = _c(np.array([1.0, 0.5], "float32"))
+    y = x
+    for _ in range(DEPTH // 3):
+        y = op.nn.relu(op.multiply(op.nn.dense(y, w), s))
+    mod = _mod([x], y)
+    with PassContext(opt_level=3):
+        out = FoldScaleAxis()(mod)
+    ops = _ops(out["main"])
+    assert ops.count("multiply") == 0 and ops.count("nn.dense") == DEPTH // 3
+    args = {"x": np.array([[1.0, 1.0]], "float32")}
+    got = irpass.evaluate(out, **args)
+    # each layer keeps channel 0 and halves channel 1: 0.5 ** 10000 underflows to 0
+    np.testing.assert_array_equal(got, irpass.evaluate(mod, **args))
+
+
+def test_deep_let_chain_forward():
+    x = var("x", shape=(1, 2))
+    w = _c(np.eye(2, dtype="float32"))
+    s = _c(np.array([1.0, 0.5], "float32"))
+    bindings = []
+    prev = x
+    for i in range(DEPTH // 3):
+        v = Var(f"v{i}")
+        bindings.append((v, op.nn.relu(op.multiply(prev, s))))
+        prev = op.nn.dense(v, w)
+    body = prev
+    for v, value in reversed(bindings):
+        body = Let(v, value, body)
+    mod = _mod([x], body)
+    with PassContext(opt_level=3):
+        out = ForwardFoldScaleAxis(mod)
+    ops = _ops(out["main"])
+    assert ops.count("multiply") == 0 and ops.count("nn.dense") == DEPTH // 3
+    args = {"x": np.array([[1.0, -1.0]], "float32")}
+    np.testing.assert_array_equal(irpass.evaluate(out, **args), irpass.evaluate(mod, **args))
+
+
+def test_deep_chain_with_nothing_to_fold_is_the_same_object():
+    x = var("x", shape=(1, 2))
+    y = x
+    for _ in range(DEPTH):
+        y = op.nn.relu(y)
+    _same(FoldScaleAxis(), _mod([x], op.nn.dense(y, _c(_arr(3, 2)))))
