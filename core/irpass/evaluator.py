@@ -43,7 +43,7 @@ from .ir.module import IRModule
 from .ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .ir.op import Op
 from .ir.type_infer import infer_type, infer_type_and_free_vars
-from .ir.types import FuncType, TensorType, TupleType, Type
+from .ir.types import NUMPY_DTYPES, FuncType, TensorType, TupleType, Type
 
 __all__ = ["evaluate", "Closure"]
 
@@ -509,20 +509,11 @@ def _truth(cond: Any, node: If) -> bool:
     return bool(cond)
 
 
-_NP_DTYPES: dict[str, np.dtype] = {}
-
-
-def _np_dtype(name: str) -> np.dtype:
-    d = _NP_DTYPES.get(name)
-    if d is None:
-        d = _NP_DTYPES[name] = np.dtype(name)
-    return d
-
-
 def _check_result(out: Any, ty: Type, op: Op, call: Call, path: str = "") -> Any:
     """Check a kernel's result against the call's inferred type; normalize numpy scalars."""
     if isinstance(ty, TensorType):
-        if type(out) is np.ndarray and out.shape == ty.shape and out.dtype == _np_dtype(ty.dtype):
+        expected = NUMPY_DTYPES[ty.dtype]
+        if type(out) is np.ndarray and out.shape == ty.shape and out.dtype == expected:
             return out  # the common case, checked cheaply
         if isinstance(out, np.generic):
             out = np.asarray(out)

@@ -80,6 +80,7 @@ from irpass.ir import (
     infer_type,
 )
 from irpass.ir.gcpause import gc_paused
+from irpass.ir.types import NUMPY_DTYPES
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
@@ -170,14 +171,6 @@ class _Retyped(Exception):
 # A constant's type, by the (shape, dtype) of its data: Constant.type builds a
 # new TensorType (and reads dtype.name, slow in numpy 2) on each access.
 _TENSOR_TYPES: dict[tuple[tuple[int, ...], np.dtype], TensorType] = {}
-_NP_DTYPES: dict[str, np.dtype] = {}
-
-
-def _np_dtype(name: str) -> np.dtype:
-    dtype = _NP_DTYPES.get(name)
-    if dtype is None:
-        dtype = _NP_DTYPES[name] = np.dtype(name)
-    return dtype
 
 
 # Work-item states of the rewrite (pushed after their node: ``node, state``).
@@ -517,7 +510,7 @@ class _Folder:
             return None
         if self.max_elements is not None and len(ty.shape) > self.max_elements:
             return None
-        dtype = _np_dtype(call.attrs["dtype"])
+        dtype = NUMPY_DTYPES[call.attrs["dtype"]]
         return Constant(np.array(ty.shape, dtype=dtype).reshape(len(ty.shape)))
 
     def _type_of(self, expr: Expr, call: Call) -> Type | None:
@@ -576,7 +569,7 @@ def _as_expr(out: Any, ty: Type) -> Expr | None:
         if (
             type(out) is not np.ndarray
             or out.shape != ty.shape
-            or out.dtype != _np_dtype(ty.dtype)
+            or out.dtype != NUMPY_DTYPES[ty.dtype]
         ):
             return None
         return Constant(out)

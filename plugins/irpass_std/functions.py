@@ -51,19 +51,16 @@ from irpass.ir import (
     ExprMutator,
     Function,
     GlobalVar,
-    If,
     IRModule,
     Let,
     Op,
-    Tuple,
-    TupleGetItem,
     Var,
     infer_type,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
-from .normal_form import EffectAnalysis, closure_free_vars
+from .normal_form import EffectAnalysis, closure_free_vars, value_children
 
 if TYPE_CHECKING:
     from irpass.ir import Expr, Type
@@ -82,21 +79,9 @@ def _attr(func: Function, key: str) -> bool:
 
 
 def _children(node: Expr) -> tuple[Expr, ...]:
-    """The sub-expressions of ``node`` that are uses (binders excluded), in evaluation order."""
-    t = type(node)
-    if t is Call:
-        return (node.op, *node.args)
-    if t is Tuple:
-        return node.fields
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    if t is Let:
-        return (node.value, node.body)
-    if t is If:
-        return (node.cond, node.true_branch, node.false_branch)
-    if t is Function:
-        return (node.body,)
-    return ()
+    """The sub-expressions of ``node`` that are uses (binders excluded), in evaluation
+    order, a closure's body included."""
+    return (node.body,) if type(node) is Function else value_children(node)
 
 
 def _global_refs(func: Function) -> dict[str, None]:

@@ -172,7 +172,7 @@ class EffectAnalysis:
                 memo[node] = True
                 stack.pop()
                 continue
-            kids = _value_children(node)
+            kids = value_children(node)
             todo = [c for c in kids if c not in memo]
             if todo:
                 stack.extend(todo)
@@ -182,7 +182,7 @@ class EffectAnalysis:
         return memo[expr]
 
 
-def _value_children(node: Expr) -> tuple[Expr, ...]:
+def value_children(node: Expr) -> tuple[Expr, ...]:
     """The children whose evaluation is part of evaluating ``node``."""
     t = type(node)
     if t is Call:
@@ -243,7 +243,7 @@ def closure_free_vars(root: Expr) -> dict[Function, frozenset[Var]]:
                 stack.append(node.value)
                 stack.append(node.body)
             else:
-                stack.extend(_value_children(node))
+                stack.extend(value_children(node))
         regions[func] = (used, bound, nested)
         work.append((func, True))
         work.extend((g, False) for g in nested if g not in regions)
@@ -269,7 +269,7 @@ def _region_functions(expr: Expr) -> list[Function]:
         if type(node) is Function:
             found.append(node)
         else:
-            stack.extend(_value_children(node))
+            stack.extend(value_children(node))
     return found
 
 
@@ -631,7 +631,7 @@ def _has_let(func: Function) -> bool:
             if not _is_primitive(node):
                 stack.append(node.body)
         else:
-            stack.extend(_value_children(node))
+            stack.extend(value_children(node))
     return False
 
 

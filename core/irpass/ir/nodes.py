@@ -20,7 +20,7 @@ import numpy as np
 from .attrs import EMPTY_ATTRS, Attrs
 from .expr import Expr, _set
 from .op import Op
-from .types import SUPPORTED_DTYPES, TensorType, Type, normalize_dtype
+from .types import NUMPY_DTYPES, SUPPORTED_DTYPES, TensorType, Type, normalize_dtype
 
 __all__ = [
     "Expr",
@@ -44,7 +44,7 @@ __all__ = [
 _OWNED_STORAGE: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
 
 
-_NATIVE_DTYPES = frozenset(np.dtype(name) for name in SUPPORTED_DTYPES)
+_NATIVE_DTYPES = frozenset(NUMPY_DTYPES.values())
 
 
 def _check_expr(value: Any, where: str) -> Expr:

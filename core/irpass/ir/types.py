@@ -18,6 +18,7 @@ __all__ = [
     "TupleType",
     "FuncType",
     "SUPPORTED_DTYPES",
+    "NUMPY_DTYPES",
     "normalize_dtype",
     "shape_text",
     "type_text",
@@ -40,6 +41,11 @@ SUPPORTED_DTYPES: frozenset[str] = frozenset(
         "float64",
     }
 )
+
+#: The numpy dtype of each supported name. ``np.dtype(name)`` parses the name
+#: and ``dtype.name`` is computed in Python by numpy 2 (microseconds each), so
+#: hot paths look types up here instead.
+NUMPY_DTYPES: dict[str, np.dtype] = {name: np.dtype(name) for name in SUPPORTED_DTYPES}
 
 
 def normalize_dtype(dtype: object, field: str = "dtype") -> str:
