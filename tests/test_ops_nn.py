@@ -1,5 +1,5 @@
-"""nn ops: conv2d and pooling against naive loop references, dense,
-batch_matmul, bias_add, activations and normalization."""
+"""nn ops: conv2d, conv2d_transpose, pooling and lrn against naive loop
+references, dense, batch_matmul, bias_add, activations and normalization."""
 
 from __future__ import annotations
 
@@ -11,10 +11,6 @@ from op_checks import infer, run, t
 
 X, W, B = var("x"), var("w"), var("b")
 RNG = np.random.default_rng(2)
-
-
-
-
 
 
 def rand(*shape: int, dtype: str = "float32") -> np.ndarray:
@@ -315,9 +311,9 @@ def test_integer_avg_pool_is_exact_for_64_bit_values(dtype) -> None:
 
 
 def test_integer_avg_pool_truncates_negative_averages_toward_zero() -> None:
-    x = np.array([[[[-2**62 - 1, -2**62 - 2], [-7, 2]]]], dtype="int64")
+    x = np.array([[[[-(2**62) - 1, -(2**62) - 2], [-7, 2]]]], dtype="int64")
     out = run(op.nn.avg_pool2d(X, (1, 2)), x)
-    assert out[0, 0, :, 0].tolist() == [-2**62 - 1, -2]  # -(2**63 + 3) / 2 and -5 / 2
+    assert out[0, 0, :, 0].tolist() == [-(2**62) - 1, -2]  # -(2**63 + 3) / 2 and -5 / 2
     assert run(op.nn.global_avg_pool2d(X), x).item() == -(2**63 + 8) // 4
 
 
@@ -487,6 +483,236 @@ def test_dropout_is_identity_copy() -> None:
     assert not np.shares_memory(out, x)
     with pytest.raises(ValueError, match=r"nn.dropout.rate must be in \[0, 1\), got 1.0"):
         op.nn.dropout(X, rate=1.0)
+
+
+def test_leaky_relu() -> None:
+    x = np.array([-2.0, -0.0, 0.0, 0.5, -np.inf, np.nan], "float32")
+    out = run(op.nn.leaky_relu(X, alpha=0.1), x)
+    np.testing.assert_array_equal(out[:5], np.array([-0.2, -0.0, 0.0, 0.5, -np.inf], "float32"))
+    assert np.isnan(out[5])
+    y = rand(3, 4, dtype="float64")
+    np.testing.assert_array_equal(run(op.nn.leaky_relu(X), y), np.where(y > 0, y, 0.01 * y))
+    h = rand(5, dtype="float16")
+    assert run(op.nn.leaky_relu(X, 0.2), h).dtype == np.float16
+    assert op.nn.leaky_relu(X).attrs["alpha"] == 0.01
+    with pytest.raises(TypeError, match="nn.leaky_relu: data must have a floating-point dtype"):
+        infer(op.nn.leaky_relu(X), t(3, dtype="int32"))
+    with pytest.raises(TypeError, match="nn.leaky_relu.alpha must be a number"):
+        op.nn.leaky_relu(X, alpha="0.1")
+
+
+def test_log_softmax_matches_log_of_softmax() -> None:
+    x = rand(2, 3, 4) * 5
+    for axis in (-1, 0, 1):
+        out = run(op.nn.log_softmax(X, axis=axis), x)
+        xd = x.astype("float64")
+        e = np.exp(xd)
+        np.testing.assert_allclose(
+            out, np.log(e / e.sum(axis=axis, keepdims=True)), rtol=1e-5, atol=1e-6
+        )
+    assert op.nn.log_softmax(X).attrs["axis"] == -1
+
+
+def test_log_softmax_is_stable_where_softmax_underflows() -> None:
+    x = np.array([[1000.0, 0.0, -1000.0]], "float32")
+    out = run(op.nn.log_softmax(X), x)
+    # softmax of the last two is 0 in float32: log would give -inf, not these
+    np.testing.assert_allclose(out, [[0.0, -1000.0, -2000.0]], rtol=1e-6)
+    assert np.all(np.isfinite(out))
+
+
+def test_log_softmax_errors() -> None:
+    with pytest.raises(TypeError, match="nn.log_softmax: data must have a floating-point dtype"):
+        infer(op.nn.log_softmax(X), t(3, dtype="int64"))
+    with pytest.raises(ValueError, match="nn.log_softmax: axis -3 is out of range"):
+        infer(op.nn.log_softmax(X, axis=-3), t(3, 3))
+    with pytest.raises(ValueError, match="nn.log_softmax: data must have at least one dim"):
+        infer(op.nn.log_softmax(X), t())
+
+
+def lrn_ref(x, size, axis, bias, alpha, beta):
+    """ONNX LRN by loops: the window [c - floor((size-1)/2), c + ceil((size-1)/2)]."""
+    x = np.moveaxis(x.astype("float64"), axis, 0)
+    c = x.shape[0]
+    out = np.empty_like(x)
+    for ch in range(c):
+        lo = max(0, ch - (size - 1) // 2)
+        hi = min(c - 1, ch + int(np.ceil((size - 1) / 2)))
+        square_sum = np.zeros_like(x[0])
+        for k in range(lo, hi + 1):
+            square_sum += x[k] ** 2
+        out[ch] = x[ch] / (bias + alpha / size * square_sum) ** beta
+    return np.moveaxis(out, 0, axis)
+
+
+@pytest.mark.parametrize(
+    "shape,size,axis,bias,alpha,beta",
+    [
+        ((2, 7, 3, 3), 5, 1, 2.0, 1e-4, 0.75),
+        ((1, 6, 2, 2), 3, 1, 1.0, 0.5, 0.5),
+        ((1, 5, 2, 2), 4, 1, 1.5, 0.3, 0.75),  # even size: one more neighbour after
+        ((1, 3, 4), 7, 1, 1.0, 1.0, 1.0),  # window wider than the channels
+        ((2, 3, 6), 3, -1, 0.5, 2.0, 0.25),
+        ((4,), 1, 0, 1.0, 1.0, 2.0),
+    ],
+)
+def test_lrn_matches_loops(shape, size, axis, bias, alpha, beta) -> None:
+    x = rand(*shape) * 3
+    call = op.nn.lrn(X, size=size, axis=axis, bias=bias, alpha=alpha, beta=beta)
+    assert infer(call, t(*shape)) == t(*shape)
+    out = run(call, x)
+    np.testing.assert_allclose(out, lrn_ref(x, size, axis, bias, alpha, beta), rtol=1e-5)
+
+
+def test_lrn_defaults_and_errors() -> None:
+    attrs = op.nn.lrn(X).attrs
+    assert (attrs["size"], attrs["axis"], attrs["bias"], attrs["alpha"], attrs["beta"]) == (
+        5,
+        1,
+        2.0,
+        1e-4,
+        0.75,
+    )
+    with pytest.raises(TypeError, match="nn.lrn: data must have a floating-point dtype"):
+        infer(op.nn.lrn(X), t(1, 3, 2, 2, dtype="int32"))
+    with pytest.raises(ValueError, match="nn.lrn: axis 1 is out of range for a 1-D"):
+        infer(op.nn.lrn(X), t(3))
+    with pytest.raises(ValueError, match="nn.lrn.size must be >= 1, got 0"):
+        op.nn.lrn(X, size=0)
+    with pytest.raises(ValueError, match="nn.lrn.beta must be a finite number"):
+        op.nn.lrn(X, beta=float("nan"))
+
+
+# -- conv2d_transpose --------------------------------------------------------------------------
+
+
+def conv2d_transpose_ref(x, w, strides, padding, output_padding, dilation, groups):
+    """Scatter loops, as ONNX ConvTranspose defines it; x NCHW, w (C, M/groups, kH, kW)."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    (sh, sw), (dh, dw), (oph, opw) = strides, dilation, output_padding
+    pt, pl, pb, pr = padding
+    cg = c // groups
+    full_h = sh * (h - 1) + dh * (kh - 1) + 1 + oph
+    full_w = sw * (wd - 1) + dw * (kw - 1) + 1 + opw
+    full = np.zeros((n, og * groups, full_h, full_w))
+    for b in range(n):
+        for ci in range(c):
+            g = ci // cg
+            for i in range(h):
+                for j in range(wd):
+                    for o in range(og):
+                        for p in range(kh):
+                            for q in range(kw):
+                                full[b, g * og + o, i * sh + p * dh, j * sw + q * dw] += (
+                                    x[b, ci, i, j] * w[ci, o, p, q]
+                                )
+    return full[:, :, pt : full_h - pb, pl : full_w - pr]
+
+
+CONV_T_CASES = [
+    # (N, C, H, W), (C, M/groups, KH, KW), strides, padding, output_padding, dilation, groups
+    ((1, 2, 3, 3), (2, 3, 3, 3), (1, 1), (0, 0, 0, 0), (0, 0), (1, 1), 1),
+    ((2, 3, 4, 3), (3, 2, 3, 2), (2, 2), (1, 0, 1, 0), (1, 1), (1, 1), 1),
+    ((1, 2, 3, 4), (2, 2, 2, 3), (3, 2), (0, 1, 2, 1), (2, 1), (1, 2), 1),
+    ((1, 4, 3, 3), (4, 3, 3, 3), (2, 1), (1, 1, 1, 1), (1, 0), (2, 1), 2),
+    ((1, 3, 4, 4), (3, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), (1, 1), 3),  # depthwise
+    ((1, 2, 2, 2), (2, 2, 1, 1), (3, 3), (0, 0, 0, 0), (2, 2), (1, 1), 1),  # 1x1, gaps
+    ((1, 1, 5, 5), (1, 1, 4, 4), (1, 1), (3, 3, 3, 3), (0, 0), (1, 1), 1),  # heavy cropping
+]
+
+
+@pytest.mark.parametrize("dshape,wshape,strides,padding,opad,dilation,groups", CONV_T_CASES)
+@pytest.mark.parametrize("layouts", [("NCHW", "IOHW"), ("NHWC", "HWOI"), ("NCHW", "OIHW")])
+def test_conv2d_transpose_matches_loops(
+    dshape, wshape, strides, padding, opad, dilation, groups, layouts
+) -> None:
+    x, w = rand(*dshape), rand(*wshape)
+    expected = conv2d_transpose_ref(x, w, strides, padding, opad, dilation, groups)
+    dl, kl = layouts
+    xl = x.transpose(["NCHW".index(c) for c in dl])
+    wl = w.transpose(["IOHW".index(c) for c in kl])
+    call = op.nn.conv2d_transpose(
+        X,
+        W,
+        strides=strides,
+        padding=padding,
+        output_padding=opad,
+        dilation=dilation,
+        groups=groups,
+        channels=wshape[1] * groups,
+        kernel_size=wshape[2:],
+        data_layout=dl,
+        kernel_layout=kl,
+    )
+    out = run(call, xl, wl)
+    want = expected.transpose(["NCHW".index(c) for c in dl])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv2d_transpose_is_the_adjoint_of_conv2d() -> None:
+    """<conv2d(y, w), x> == <y, conv2d_transpose(x, w)> for the same strides/padding/dilation."""
+    y, w = rand(1, 3, 7, 6), rand(2, 3, 3, 3)  # conv2d: 3 -> 2 channels, OIHW
+    kw = {"strides": (2, 2), "padding": (1, 1, 1, 1), "dilation": (1, 1)}
+    cy = run(op.nn.conv2d(X, W, **kw), y, w).astype("float64")
+    x = rand(*cy.shape).astype("float32")
+    # the transposed conv maps 2 -> 3 channels with the same weight read as IOHW;
+    # output_padding recovers the rows the strided conv2d dropped
+    ty = run(op.nn.conv2d_transpose(X, W, output_padding=(0, 1), **kw), x, w).astype("float64")
+    assert ty.shape == y.shape
+    np.testing.assert_allclose(np.sum(cy * x), np.sum(y * ty), rtol=1e-5)
+
+
+def test_conv2d_transpose_shapes_and_dtypes() -> None:
+    call = op.nn.conv2d_transpose(X, W, strides=2, padding=1, output_padding=1)
+    assert call.attrs["padding"] == (1, 1, 1, 1) and call.attrs["output_padding"] == (1, 1)
+    assert infer(call, t(1, 4, 5, 5), t(4, 8, 3, 3)) == t(1, 8, 10, 10)
+    nhwc = op.nn.conv2d_transpose(X, W, data_layout="NHWC", out_layout="NCHW")
+    assert infer(nhwc, t(1, 5, 5, 4), t(4, 8, 3, 3)) == t(1, 8, 7, 7)
+    ints = op.nn.conv2d_transpose(X, W, out_dtype="int32")
+    x = RNG.integers(-100, 100, (1, 2, 3, 3)).astype("int8")
+    w = RNG.integers(-100, 100, (2, 1, 2, 2)).astype("int8")
+    out = run(ints, x, w)
+    expected = conv2d_transpose_ref(
+        x.astype(int), w.astype(int), (1, 1), (0,) * 4, (0, 0), (1, 1), 1
+    )
+    np.testing.assert_array_equal(out, expected.astype("int32"))
+
+
+@pytest.mark.parametrize(
+    "kwargs,dshape,wshape,error,message",
+    [
+        ({}, (1, 3, 4, 4), (2, 2, 3, 3), ValueError, r"weight \(2, 2, 3, 3\) has 2 input ch"),
+        (
+            {"groups": 2},
+            (1, 3, 4, 4),
+            (3, 2, 3, 3),
+            ValueError,
+            r"data has 3 channels, not divisib",
+        ),
+        ({"channels": 5}, (1, 2, 4, 4), (2, 2, 3, 3), ValueError, r"channels=5 but weight"),
+        ({"kernel_size": 2}, (1, 2, 4, 4), (2, 2, 3, 3), ValueError, r"kernel_size=\(2, 2\)"),
+        ({"padding": 3}, (1, 2, 2, 2), (2, 2, 2, 2), ValueError, r"the output would have -3 elem"),
+        ({}, (1, 2, 4), (2, 2, 3, 3), ValueError, r"data must be 4-D \(layout NCHW\)"),
+        ({}, (1, 2, 4, 4), (2, 2, 3), ValueError, r"weight must be 4-D \(layout IOHW\)"),
+    ],
+)
+def test_conv2d_transpose_errors(kwargs, dshape, wshape, error, message) -> None:
+    with pytest.raises(error, match="nn.conv2d_transpose: " + message):
+        infer(op.nn.conv2d_transpose(X, W, **kwargs), t(*dshape), t(*wshape))
+
+
+def test_conv2d_transpose_type_and_attr_errors() -> None:
+    with pytest.raises(TypeError, match="nn.conv2d_transpose: arguments must have the same dtype"):
+        infer(op.nn.conv2d_transpose(X, W), t(1, 2, 3, 3), t(2, 2, 3, 3, dtype="float64"))
+    with pytest.raises(TypeError, match="nn.conv2d_transpose: data must have a numeric"):
+        infer(
+            op.nn.conv2d_transpose(X, W), t(1, 2, 3, 3, dtype="bool"), t(2, 2, 3, 3, dtype="bool")
+        )
+    with pytest.raises(ValueError, match=r"nn.conv2d_transpose.output_padding values must be >= 0"):
+        op.nn.conv2d_transpose(X, W, output_padding=(-1, 0))
+    with pytest.raises(ValueError, match=r"nn.conv2d_transpose.kernel_layout: unsupported layout"):
+        op.nn.conv2d_transpose(X, W, kernel_layout="IOHWX")
 
 
 # -- example models ----------------------------------------------------------------------------

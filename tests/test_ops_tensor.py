@@ -17,8 +17,6 @@ from op_checks import infer, run
 RNG = np.random.default_rng(0)
 
 
-
-
 X, Y, Z = var("x"), var("y"), var("z")
 F32 = TensorType((2, 3), "float32")
 
@@ -47,7 +45,7 @@ def test_unary_float_kernels_match_numpy(name: str, dtype: str) -> None:
     np.testing.assert_allclose(out, UNARY_REFS[name](x).astype(dtype), rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("name", ["log", "exp", "sqrt", "tanh", "sigmoid"])
+@pytest.mark.parametrize("name", ["log", "exp", "sqrt", "tanh", "sigmoid", "erf"])
 def test_float_only_unary_rejects_ints(name: str) -> None:
     call = getattr(op, name)(X)
     with pytest.raises(TypeError, match=rf"{name}: data must have a floating-point dtype.*int32"):
@@ -280,7 +278,10 @@ def test_clip_int64_is_the_nearest_integer_in_bounds(values, lo, hi) -> None:
     # Python compares ints with floats exactly
     imin, imax = -(2**63), 2**63 - 1
     expected = [
-        v if lo <= v <= hi else min(max(math.ceil(lo), imin), imax) if v < lo
+        v
+        if lo <= v <= hi
+        else min(max(math.ceil(lo), imin), imax)
+        if v < lo
         else max(min(math.floor(hi), imax), imin)
         for v in values
     ]
@@ -313,3 +314,121 @@ def test_cast() -> None:
 def test_cast_rejects_unknown_dtype() -> None:
     with pytest.raises(ValueError, match="cast.dtype: unsupported dtype 'complex64'"):
         op.cast(X, "complex64")
+
+
+# -- erf ---------------------------------------------------------------------------------------
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf_ref(x: np.ndarray) -> np.ndarray:
+    """math.erf on every element, in float64 (the slow, independent reference)."""
+    return _ERF(x.astype("float64")).astype("float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_erf_matches_math_erf_on_a_dense_grid(dtype: str) -> None:
+    # every branch of the rational approximations, their borders, and the tails
+    x = np.concatenate(
+        [
+            np.linspace(-7.0, 7.0, 20001),
+            np.array([0.46875, 0.46876, 4.0, 4.0001, 5.9, 26.0, 27.0, 1e-30, -1e-30]),
+        ]
+    ).astype(dtype)
+    out = run(op.erf(X), x)
+    ref = erf_ref(x)
+    if dtype == "float32":
+        # correctly rounded float32 almost everywhere: at most one ulp, 1e-7 absolute
+        np.testing.assert_allclose(out, ref.astype("float32"), rtol=1.2e-7, atol=1e-7)
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-15, atol=1e-16)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_erf_special_values(dtype: str) -> None:
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e4, -1e4], dtype=dtype)
+    out = run(op.erf(X), x)
+    assert out[:4].tolist() == [0.0, 0.0, 1.0, -1.0] and np.signbit(out[1])
+    assert np.isnan(out[4]) and out[5] == 1.0 and out[6] == -1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-30, 30, allow_nan=False, allow_subnormal=False))
+def test_erf_of_any_float64_is_within_two_ulp(value: float) -> None:
+    out = run(op.erf(X), np.array(value))
+    assert math.isclose(float(out), math.erf(value), rel_tol=5e-16, abs_tol=1e-300)
+
+
+def test_erf_is_odd() -> None:
+    x = RNG.normal(size=1000) * 3
+    np.testing.assert_array_equal(run(op.erf(X), x), -run(op.erf(X), -x))
+
+
+# -- matmul ------------------------------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    ((3, 4), (4, 5), (3, 5)),
+    ((4,), (4,), ()),
+    ((4,), (4, 5), (5,)),
+    ((3, 4), (4,), (3,)),
+    ((2, 3, 4), (4, 5), (2, 3, 5)),
+    ((4,), (2, 4, 5), (2, 5)),
+    ((2, 3, 4), (4,), (2, 3)),
+    ((2, 1, 3, 4), (5, 4, 6), (2, 5, 3, 6)),
+    ((1, 3, 4), (7, 1, 4, 2), (7, 1, 3, 2)),
+    ((0, 3, 4), (4, 2), (0, 3, 2)),
+    ((3, 0), (0, 2), (3, 2)),
+]
+
+
+def matmul_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """matmul by explicit promotion, broadcast and an einsum over the inner axis."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    a3 = np.broadcast_to(a2, batch + a2.shape[-2:]).astype("float64")
+    b3 = np.broadcast_to(b2, batch + b2.shape[-2:]).astype("float64")
+    out = np.einsum("...ij,...jk->...ik", a3, b3)
+    if a.ndim == 1:
+        out = out[..., 0, :]
+    if b.ndim == 1:
+        out = out[..., 0]
+    return out
+
+
+@pytest.mark.parametrize("ashape,bshape,expected", MATMUL_SHAPES)
+def test_matmul_shapes_and_values(ashape, bshape, expected) -> None:
+    a, b = RNG.normal(size=ashape), RNG.normal(size=bshape)
+    call = op.matmul(X, Y)
+    assert infer(call, TensorType(ashape, "float32"), TensorType(bshape, "float32")) == (
+        TensorType(expected, "float32")
+    )
+    out = run(call, a.astype("float32"), b.astype("float32"))
+    np.testing.assert_allclose(out, matmul_ref(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_integers_and_float16() -> None:
+    a = RNG.integers(-5, 5, (2, 3)).astype("int32")
+    b = RNG.integers(-5, 5, (3, 4)).astype("int32")
+    np.testing.assert_array_equal(run(op.matmul(X, Y), a, b), a.astype(int) @ b.astype(int))
+    h = RNG.normal(size=(2, 64)).astype("float16")
+    g = RNG.normal(size=(64, 3)).astype("float16")
+    # accumulated in float32, rounded once
+    expected = (h.astype("float32") @ g.astype("float32")).astype("float16")
+    np.testing.assert_array_equal(run(op.matmul(X, Y), h, g), expected)
+
+
+@pytest.mark.parametrize(
+    "ashape,bshape,adtype,bdtype,error,message",
+    [
+        ((3, 4), (5, 2), "float32", "float32", ValueError, r"matmul: the inner dimensions.*a "),
+        ((), (2,), "float32", "float32", ValueError, r"matmul: a must have at least 1 dim"),
+        ((2,), (), "float32", "float32", ValueError, r"matmul: b must have at least 1 dim"),
+        ((2, 3, 4), (3, 4, 2), "float32", "float32", ValueError, r"matmul: shapes are not br"),
+        ((2, 2), (2, 2), "float32", "int32", TypeError, r"matmul: arguments must have the same"),
+        ((2, 2), (2, 2), "bool", "bool", TypeError, r"matmul: a must have a numeric"),
+    ],
+)
+def test_matmul_errors(ashape, bshape, adtype, bdtype, error, message) -> None:
+    with pytest.raises(error, match=message):
+        infer(op.matmul(X, Y), TensorType(ashape, adtype), TensorType(bshape, bdtype))

@@ -1,5 +1,6 @@
 """Shape-changing ops: reshape (special values), reverse_reshape, transpose,
-concatenate, split, squeeze, expand_dims, layout_transform and nn.pad."""
+concatenate, split, squeeze, expand_dims, layout_transform, nn.pad,
+broadcast_to, tile, and the indexing ops take and strided_slice."""
 
 from __future__ import annotations
 
@@ -12,10 +13,7 @@ from irpass.ir import Call, Op, TensorType, Tuple, TupleType, var
 from op_checks import infer, run, t
 
 X, Y = var("x"), var("y")
-
-
-
-
+RNG_T = np.random.default_rng(7)
 
 
 # -- reshape -----------------------------------------------------------------------------------
@@ -327,3 +325,265 @@ def test_pad_attr_errors() -> None:
         op.nn.pad(X, [1, 2])
     with pytest.raises(ValueError, match="nn.pad.pad_mode must be one of"):
         op.nn.pad(X, [(1, 1)], pad_mode="wrap")
+
+
+# -- broadcast_to ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,target",
+    [((3,), (2, 3)), ((2, 1), (2, 4)), ((), (2, 2)), ((1, 3, 1), (5, 2, 3, 4)), ((1,), (0,))],
+)
+def test_broadcast_to(shape, target) -> None:
+    x = np.arange(int(np.prod(shape)), dtype="int32").reshape(shape)
+    out = run(op.broadcast_to(X, target), x)
+    assert out.shape == target and out.flags.writeable and out.flags.c_contiguous
+    for index in np.ndindex(*target):
+        # each element comes from the matching index, 0 on the broadcast axes
+        src = tuple(
+            0 if d == 1 else i
+            for i, d in zip(index[len(target) - len(shape) :], shape, strict=True)
+        )
+        assert out[index] == x[src]
+
+
+@pytest.mark.parametrize(
+    "shape,target,message",
+    [
+        ((3,), (4,), r"broadcast_to: shapes are not broadcastable: data \(3,\) and shape \(4,\)"),
+        ((2, 3), (3,), r"broadcast_to: data .* cannot be broadcast to shape \(3,\).*\(2, 3\)"),
+        ((3,), (1,), r"broadcast_to: data .* cannot be broadcast to shape \(1,\)"),
+    ],
+)
+def test_broadcast_to_errors(shape, target, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        infer(op.broadcast_to(X, target), t(*shape))
+
+
+def test_broadcast_to_rejects_negative_sizes() -> None:
+    with pytest.raises(ValueError, match=r"broadcast_to.shape values must be >= 0"):
+        op.broadcast_to(X, (2, -1))
+
+
+# -- tile --------------------------------------------------------------------------------------
+
+
+def tile_ref(x: np.ndarray, reps: tuple[int, ...]) -> np.ndarray:
+    """Tiling by explicit index arithmetic: out[i] = x[i mod shape]."""
+    rank = max(x.ndim, len(reps))
+    x = x.reshape((1,) * (rank - x.ndim) + x.shape)
+    reps = (1,) * (rank - len(reps)) + tuple(reps)
+    out = np.empty(tuple(d * r for d, r in zip(x.shape, reps, strict=True)), x.dtype)
+    for index in np.ndindex(*out.shape):
+        out[index] = x[tuple(i % d for i, d in zip(index, x.shape, strict=True))]
+    return out
+
+
+@pytest.mark.parametrize(
+    "shape,reps",
+    [((2, 3), (2, 3)), ((2, 3), (1, 1)), ((3,), (2, 2)), ((2, 1, 2), (2,)), ((2, 2), (0, 3))],
+)
+def test_tile(shape, reps) -> None:
+    x = np.arange(int(np.prod(shape)), dtype="float32").reshape(shape)
+    call = op.tile(X, reps)
+    expected = tile_ref(x, reps)
+    assert infer(call, t(*shape)) == TensorType(expected.shape, "float32")
+    np.testing.assert_array_equal(run(call, x), expected)
+
+
+def test_tile_rejects_negative_reps() -> None:
+    with pytest.raises(ValueError, match=r"tile.reps values must be >= 0"):
+        op.tile(X, (2, -1))
+
+
+# -- take --------------------------------------------------------------------------------------
+
+
+def take_ref(data: np.ndarray, indices: np.ndarray, axis, mode: str) -> np.ndarray:
+    """Gather by loops over the output positions."""
+    if axis is None:
+        data, axis = data.reshape(-1), 0
+    axis = axis % data.ndim
+    n = data.shape[axis]
+    out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
+    out = np.empty(out_shape, data.dtype)
+    k = indices.ndim
+    for index in np.ndindex(*out_shape):
+        i = int(indices[index[axis : axis + k]])
+        if mode == "clip":
+            i = min(max(i, 0), n - 1)
+        elif mode == "wrap":
+            i = i % n
+        else:
+            assert -n <= i < n
+            i = i + n if i < 0 else i
+        out[index] = data[index[:axis] + (i,) + index[axis + k :]]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap", "fast"])
+@pytest.mark.parametrize(
+    "shape,ishape,axis",
+    [
+        ((5,), (3,), 0),
+        ((3, 4), (2, 2), 1),
+        ((3, 4), (2,), 0),
+        ((2, 3, 4), (), -1),
+        ((3, 4), (5,), None),
+    ],
+)
+@pytest.mark.parametrize("idtype", ["int64", "int32", "uint8"])
+def test_take_matches_loops(mode, shape, ishape, axis, idtype) -> None:
+    data = RNG_T.normal(size=shape).astype("float32")
+    n = data.size if axis is None else shape[axis]
+    lo = 0 if idtype == "uint8" else (-n if mode == "fast" else -2 * n)
+    hi = n if mode == "fast" else 2 * n + 1
+    indices = RNG_T.integers(lo, hi, ishape).astype(idtype)
+    call = op.take(X, Y, axis=axis, mode=mode)
+    out = run(call, data, indices)
+    np.testing.assert_array_equal(out, take_ref(data, indices, axis, mode))
+
+
+def test_take_onnx_gather_negative_indices_wrap() -> None:
+    data = np.arange(12, dtype="int64").reshape(3, 4)
+    out = run(op.take(X, Y, axis=1, mode="wrap"), data, np.array([[-1, 0], [-4, 3]]))
+    assert out.tolist() == [[[3, 0], [0, 3]], [[7, 4], [4, 7]], [[11, 8], [8, 11]]]
+    # "clip" (Relay's default) clamps -1 to 0 instead
+    assert run(op.take(X, Y, axis=0), data, np.array([-1, 7])).tolist() == [
+        [0, 1, 2, 3],
+        [8, 9, 10, 11],
+    ]
+
+
+def test_take_huge_unsigned_indices_clip_and_wrap() -> None:
+    data = np.arange(5, dtype="float32")
+    idx = np.array([2**64 - 1, 2**63, 3], dtype="uint64")
+    assert run(op.take(X, Y, mode="clip"), data, idx).tolist() == [4, 4, 3]
+    assert run(op.take(X, Y, mode="wrap"), data, idx).tolist() == [
+        (2**64 - 1) % 5,
+        2**63 % 5,
+        3,
+    ]
+
+
+def test_take_fast_out_of_range_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"take: index 5 is out of range for an axis of size 3"):
+        run(op.take(X, Y, axis=0, mode="fast"), np.zeros(3, "float32"), np.array([1, 5]))
+
+
+def test_take_empty() -> None:
+    out = run(op.take(X, Y, axis=0), np.zeros((0, 2), "float32"), np.zeros((0,), "int64"))
+    assert out.shape == (0, 2)
+
+
+@pytest.mark.parametrize(
+    "dshape,itype,axis,error,message",
+    [
+        ((3,), TensorType((2,), "float32"), 0, TypeError, r"take: indices must have an integer"),
+        ((3,), TensorType((2,), "bool"), 0, TypeError, r"take: indices must have an integer"),
+        ((3, 4), TensorType((2,), "int64"), 2, ValueError, r"take: axis 2 is out of range"),
+        ((), TensorType((2,), "int64"), 0, ValueError, r"take: data must have at least one"),
+        ((0, 2), TensorType((1,), "int64"), 0, ValueError, r"take: cannot take .* empty axis"),
+    ],
+)
+def test_take_errors(dshape, itype, axis, error, message) -> None:
+    with pytest.raises(error, match=message):
+        infer(op.take(X, Y, axis=axis), t(*dshape), itype)
+
+
+def test_take_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"take.mode must be one of \['clip', 'wrap', 'fast'\]"):
+        op.take(X, Y, mode="raise")
+
+
+# -- strided_slice -----------------------------------------------------------------------------
+
+BIG = 2**63 - 1
+
+
+def onnx_slice_ref(x, starts, ends, axes, steps):
+    """ONNX Slice as its specification words it: clamp, then walk the indices."""
+    out = x
+    for a, s, e, st_ in zip(axes, starts, ends, steps, strict=True):
+        a = a % x.ndim
+        d = x.shape[a]
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st_ > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+        idx = []
+        i = s
+        while (st_ > 0 and i < e) or (st_ < 0 and i > e):
+            idx.append(i)
+            i += st_
+        out = np.take(out, np.array(idx, dtype=np.int64), axis=a)
+    return out
+
+
+SLICE_CASES = [
+    # shape, begin, end, strides, axes
+    ((5,), (1,), (4,), None, None),
+    ((5,), (-2,), (BIG,), None, None),
+    ((5,), (-1,), (-BIG - 1,), (-1,), None),
+    ((5,), (BIG,), (-BIG - 1,), (-2,), None),
+    ((5,), (10,), (20,), None, None),
+    ((5,), (3,), (1,), None, None),
+    ((5,), (-10,), (2,), None, None),
+    ((5,), (4,), (-10,), (-1,), None),
+    ((4, 6), (1, -1), (3, 0), (1, -2), None),
+    ((4, 6), (0,), (BIG,), (3,), (1,)),
+    ((3, 4, 5), (1, 0), (-1, 3), (1, 2), (2, 0)),
+    ((3, 4, 5), (2,), (0,), (-1,), (-2,)),
+    ((3, 4, 5), (0, 0, 0), (3, 4, 5), (1, 1, 1), None),
+    ((0, 3), (0,), (5,), None, (1,)),
+    ((3,), (-5,), (-10,), (-1,), None),  # ONNX starts at 0 here; Python would be empty
+    ((0, 2), (-1,), (-BIG - 1,), (-1,), None),
+]
+
+
+@pytest.mark.parametrize("shape,begin,end,strides,axes", SLICE_CASES)
+def test_strided_slice_matches_onnx_slice(shape, begin, end, strides, axes) -> None:
+    x = np.arange(int(np.prod(shape)), dtype="int32").reshape(shape)
+    call = op.strided_slice(X, begin, end, strides, axes)
+    expected = onnx_slice_ref(
+        x,
+        begin,
+        end,
+        axes if axes is not None else range(len(begin)),
+        strides if strides is not None else [1] * len(begin),
+    )
+    assert infer(call, t(*shape, dtype="int32")) == TensorType(expected.shape, "int32")
+    np.testing.assert_array_equal(run(call, x), expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 6),
+    st.integers(-9, 9),
+    st.integers(-9, 9),
+    st.integers(-4, 4).filter(bool),
+)
+def test_strided_slice_any_bounds_match_onnx_slice(size, begin, end, stride) -> None:
+    x = np.arange(size * 2, dtype="float32").reshape(2, size)
+    call = op.strided_slice(X, [begin], [end], [stride], axes=[-1])
+    expected = onnx_slice_ref(x, [begin], [end], [-1], [stride])
+    np.testing.assert_array_equal(run(call, x), expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"begin": [0, 1], "end": [2]}, r"strided_slice: begin \(0, 1\) and end \(2,\) must"),
+        ({"begin": [0], "end": [2], "strides": [0]}, r"strided_slice: strides \(0,\) must not"),
+        ({"begin": [0], "end": [2], "strides": [1, 1]}, r"strided_slice: strides \(1, 1\) must"),
+        ({"begin": [0, 0, 0], "end": [1, 1, 1]}, r"strided_slice: begin .* 3 axes but data has"),
+        ({"begin": [0], "end": [1], "axes": [2]}, r"strided_slice: axes 2 is out of range"),
+        ({"begin": [0, 0], "end": [1, 1], "axes": [1, -1]}, r"strided_slice: axes .* twice"),
+        ({"begin": [0], "end": [1], "axes": [0, 1]}, r"strided_slice: axes \(0, 1\) must name"),
+    ],
+)
+def test_strided_slice_errors(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        infer(op.strided_slice(X, **kwargs), t(3, 4))

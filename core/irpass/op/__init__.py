@@ -2,7 +2,8 @@
 
 Importing this package registers every op with :func:`irpass.ir.register_op`:
 elementwise math and comparisons (:mod:`.tensor`), shape changes
-(:mod:`.transform`), reductions (:mod:`.reduce`), tensor creation
+(:mod:`.transform`), indexing (:mod:`.indexing`), ``matmul``
+(:mod:`.linalg`), reductions (:mod:`.reduce`), tensor creation
 (:mod:`.create`) and the ``nn.*`` ops (:mod:`.nn`). Each builder has TVM
 Relay's signature and returns a :class:`~irpass.ir.Call`.
 
@@ -13,6 +14,8 @@ builtins of the same names; use them as ``irpass.op.sum(...)``.
 from ..ir.op import Op, OpPattern, list_ops, register_op
 from . import nn
 from .create import full, ones, ones_like, shape_of, zeros, zeros_like
+from .indexing import strided_slice, take
+from .linalg import matmul
 from .reduce import max, mean, min, prod, sum
 from .tensor import (
     abs,
@@ -21,6 +24,7 @@ from .tensor import (
     clip,
     divide,
     equal,
+    erf,
     exp,
     greater,
     greater_equal,
@@ -40,6 +44,7 @@ from .tensor import (
     where,
 )
 from .transform import (
+    broadcast_to,
     concatenate,
     expand_dims,
     layout_transform,
@@ -47,6 +52,7 @@ from .transform import (
     reverse_reshape,
     split,
     squeeze,
+    tile,
     transpose,
 )
 
@@ -61,11 +67,13 @@ __all__ = [
     "OpPattern",
     "abs",
     "add",
+    "broadcast_to",
     "cast",
     "clip",
     "concatenate",
     "divide",
     "equal",
+    "erf",
     "exp",
     "expand_dims",
     "full",
@@ -77,6 +85,7 @@ __all__ = [
     "less_equal",
     "list_ops",
     "log",
+    "matmul",
     "max",
     "maximum",
     "mean",
@@ -98,9 +107,12 @@ __all__ = [
     "split",
     "sqrt",
     "squeeze",
+    "strided_slice",
     "subtract",
     "sum",
+    "take",
     "tanh",
+    "tile",
     "transpose",
     "where",
     "zeros",

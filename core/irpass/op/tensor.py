@@ -1,5 +1,5 @@
-"""Elementwise and broadcasting ops: unary math, binary arithmetic,
-comparisons, ``where``, ``clip`` and ``cast``.
+"""Elementwise and broadcasting ops: unary math (including ``erf``), binary
+arithmetic, comparisons, ``where``, ``clip`` and ``cast``.
 
 Binary ops need both operands to have the same dtype (there is no implicit
 promotion, as in Relay) and broadcast their shapes with numpy's rules.
@@ -36,6 +36,7 @@ from ._common import (
     result,
     tensor_arg,
 )
+from ._erf import erf as _erf
 
 __all__ = [
     "abs",
@@ -44,6 +45,7 @@ __all__ = [
     "sqrt",
     "tanh",
     "sigmoid",
+    "erf",
     "negative",
     "add",
     "subtract",
@@ -106,6 +108,8 @@ _UNARY_DOCS = {
     "sqrt": "Elementwise square root (float dtypes only).",
     "tanh": "Elementwise hyperbolic tangent (float dtypes only).",
     "sigmoid": "Elementwise logistic function 1 / (1 + exp(-x)) (float dtypes only).",
+    "erf": "Elementwise Gauss error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt "
+    "(float dtypes only).",
     "negative": "Elementwise negation.",
 }
 
@@ -115,6 +119,7 @@ for _name, _fn in (
     ("sqrt", np.sqrt),
     ("tanh", np.tanh),
     ("sigmoid", _sigmoid),
+    ("erf", _erf),
 ):
     register(
         _name,
@@ -163,6 +168,15 @@ def tanh(data: Any) -> Call:
 def sigmoid(data: Any) -> Call:
     """Elementwise logistic sigmoid of ``data`` (a float tensor)."""
     return make_call("sigmoid", [data], ["data"])
+
+
+def erf(data: Any) -> Call:
+    """Elementwise Gauss error function of ``data`` (a float tensor).
+
+    Computed in float64 with W. J. Cody's rational approximations (about 1e-16
+    relative error), then rounded to the input dtype.
+    """
+    return make_call("erf", [data], ["data"])
 
 
 def negative(data: Any) -> Call:

@@ -1,6 +1,6 @@
 """Shape-changing (injective) ops: ``reshape``, ``reverse_reshape``,
-``transpose``, ``concatenate``, ``split``, ``squeeze``, ``expand_dims`` and
-``layout_transform``.
+``transpose``, ``concatenate``, ``split``, ``squeeze``, ``expand_dims``,
+``layout_transform``, ``broadcast_to`` and ``tile``.
 
 ``reshape`` understands Relay's special values in ``newshape``:
 
@@ -32,6 +32,7 @@ from ..ir.types import TensorType, TupleType, Type
 from ._common import (
     as_tuple_expr,
     attr_int_or_ints,
+    broadcast_shapes,
     make_call,
     normalize_axes,
     normalize_axis,
@@ -49,6 +50,8 @@ __all__ = [
     "squeeze",
     "expand_dims",
     "layout_transform",
+    "broadcast_to",
+    "tile",
     "infer_reshape",
 ]
 
@@ -537,3 +540,88 @@ def layout_transform(data: Any, src_layout: str, dst_layout: str) -> Call:
     return make_call(
         "layout_transform", [data], ["data"], src_layout=src_layout, dst_layout=dst_layout
     )
+
+
+# -- broadcast_to and tile ---------------------------------------------------------------------
+
+
+def _attr_sizes(value: Any, where: str) -> tuple[int, ...]:
+    vals = attr_ints(value, where)
+    for v in vals:
+        if v < 0:
+            raise ValueError(f"{where} values must be >= 0, got {value!r}")
+    return vals
+
+
+def _broadcast_to_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "broadcast_to", "data")
+    shape = attrs["shape"]
+    got = broadcast_shapes("broadcast_to", ("data", data.shape), ("shape", shape))
+    if got != shape:
+        raise ValueError(
+            f"broadcast_to: data {data} cannot be broadcast to shape {shape}: numpy's "
+            f"broadcast of the two is {got} (broadcast_to never grows the target shape)"
+        )
+    return TensorType(shape, data.dtype)
+
+
+def _broadcast_to_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    # a real copy: np.broadcast_to's read-only view with zero strides would
+    # leak into every later kernel
+    return np.array(np.broadcast_to(args[0], attrs["shape"]), order="C")
+
+
+register(
+    "broadcast_to",
+    num_inputs=1,
+    type_rel=_broadcast_to_rel,
+    kernel=_broadcast_to_kernel,
+    pattern=OpPattern.BROADCAST,
+    attrs=(AttrField("shape", _attr_sizes, doc="The shape of the result."),),
+    doc="Broadcast ``data`` to ``shape`` with numpy's rules (the result has exactly ``shape``).",
+)
+
+
+def broadcast_to(data: Any, shape: Any) -> Call:
+    """``data`` broadcast to ``shape`` (numpy's ``broadcast_to``).
+
+    ``shape`` is the exact result shape; ONNX Expand's two-way broadcast is
+    ``broadcast_to(data, broadcast(data.shape, shape))``.
+    """
+    return make_call("broadcast_to", [data], ["data"], shape=shape)
+
+
+def _tile_shape(shape: tuple[int, ...], reps: tuple[int, ...]) -> tuple[int, ...]:
+    rank = max(len(shape), len(reps))
+    shape = (1,) * (rank - len(shape)) + shape
+    reps = (1,) * (rank - len(reps)) + reps
+    return tuple(d * r for d, r in zip(shape, reps, strict=True))
+
+
+def _tile_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "tile", "data")
+    return TensorType(_tile_shape(data.shape, attrs["reps"]), data.dtype)
+
+
+def _tile_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.tile(args[0], attrs["reps"])
+
+
+register(
+    "tile",
+    num_inputs=1,
+    type_rel=_tile_rel,
+    kernel=_tile_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("reps", _attr_sizes, doc="Repetitions per axis (numpy.tile's reps)."),),
+    doc="Repeat ``data`` ``reps[i]`` times along each axis i (numpy.tile semantics).",
+)
+
+
+def tile(data: Any, reps: Any) -> Call:
+    """``data`` repeated ``reps[i]`` times along axis ``i`` (numpy's ``tile``).
+
+    A shorter ``reps`` is padded with 1s in front, a shorter shape gets leading
+    axes of size 1 (ONNX Tile: one repetition per axis).
+    """
+    return make_call("tile", [data], ["data"], reps=reps)

@@ -55,7 +55,8 @@ __all__ = ["modules", "inputs_for", "modules_and_inputs", "SHAPES"]
 #: (4, 5) and (5,) make constants too big to print inline.
 SHAPES: tuple[tuple[int, ...], ...] = ((2, 3), (3,), (1, 3), (2, 1), (), (4, 5), (5,))
 
-_UNARY = ("negative", "tanh", "sigmoid", "nn.relu", "exp")
+# the first four keep the bound of their input at most as it is (see ``_chain``)
+_UNARY = ("negative", "tanh", "sigmoid", "nn.relu", "exp", "erf", "nn.leaky_relu")
 _BINARY = ("add", "subtract", "multiply", "maximum")
 _MAX_BOUND = 1e4
 Draw = Callable[[st.SearchStrategy[Any]], Any]
@@ -164,7 +165,9 @@ class _Builder:
             name = "tanh"
             a = self.pick(scope)
         assert a is not None
-        bound = {"tanh": 1.0, "sigmoid": 1.0, "exp": float(np.exp(a.bound))}.get(name, a.bound)
+        bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0, "exp": float(np.exp(a.bound))}.get(
+            name, a.bound
+        )
         return _Value(Call(Op.get(name), [a.expr]), a.shape, bound)
 
     def _binary(self, scope: _Scope) -> _Value | None:

@@ -1,14 +1,15 @@
 """Neural-network ops (``nn.*`` in the registry), with Relay's builder signatures.
 
-Importing this package registers the ops: convolution, pooling, dense and
-batched matrix products, bias, activations, normalization, dropout and
-padding.
+Importing this package registers the ops: convolution and transposed
+convolution, pooling, dense and batched matrix products, bias, activations,
+normalization (batch, layer, local response), dropout and padding.
 """
 
-from .activation import dropout, relu, softmax
+from .activation import dropout, leaky_relu, log_softmax, relu, softmax
 from .conv import conv2d
+from .conv_transpose import conv2d_transpose
 from .dense import batch_matmul, bias_add, dense
-from .norm import batch_norm, layer_norm
+from .norm import batch_norm, layer_norm, lrn
 from .pad import pad
 from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
 
@@ -18,10 +19,14 @@ __all__ = [
     "batch_norm",
     "bias_add",
     "conv2d",
+    "conv2d_transpose",
     "dense",
     "dropout",
     "global_avg_pool2d",
     "layer_norm",
+    "leaky_relu",
+    "log_softmax",
+    "lrn",
     "max_pool2d",
     "pad",
     "relu",

@@ -1,5 +1,5 @@
-"""Activations and inference-mode regularizers: ``nn.relu``, ``nn.softmax``
-and ``nn.dropout``.
+"""Activations and inference-mode regularizers: ``nn.relu``,
+``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax`` and ``nn.dropout``.
 
 ``nn.dropout`` is the identity (inference semantics). Relay's op returns a
 (output, mask) tuple and its builder hands users element 0; this op *is*
@@ -8,6 +8,7 @@ that element 0, so it has the input's type.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from .._common import (
     tensor_arg,
 )
 
-__all__ = ["relu", "softmax", "dropout"]
+__all__ = ["relu", "leaky_relu", "softmax", "log_softmax", "dropout"]
 
 
 def _relu_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -57,13 +58,50 @@ def relu(data: Any) -> Call:
     return make_call("nn.relu", [data], ["data"])
 
 
-def _softmax_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
-    data = tensor_arg(arg_types[0], "nn.softmax", "data")
-    check_dtype(data, FLOAT_DTYPES, "nn.softmax", "data")
-    if data.ndim == 0:
-        raise ValueError(f"nn.softmax: data must have at least one dimension, got {data}")
-    normalize_axis(attrs["axis"], data.ndim, "nn.softmax")
+def _leaky_relu_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "nn.leaky_relu", "data")
+    check_dtype(data, FLOAT_DTYPES, "nn.leaky_relu", "data")
     return data
+
+
+def _leaky_relu_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    x = args[0]
+    wide = x.astype(accumulate_dtype(x.dtype.name), copy=False)
+    # alpha in the computation dtype, as ONNX runtimes multiply (float * float).
+    alpha = np.asarray(attrs["alpha"], dtype=wide.dtype)
+    with np.errstate(all="ignore"):
+        return result(np.where(wide >= 0, wide, wide * alpha), x.dtype)
+
+
+register(
+    "nn.leaky_relu",
+    num_inputs=1,
+    type_rel=_leaky_relu_rel,
+    kernel=_leaky_relu_kernel,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(AttrField("alpha", attr_float, 0.01, doc="The slope for negative inputs."),),
+    doc="Leaky rectified linear unit: data where data >= 0, else alpha * data.",
+)
+
+
+def leaky_relu(data: Any, alpha: float = 0.01) -> Call:
+    """``data`` where it is >= 0, else ``alpha * data`` (a float tensor)."""
+    return make_call("nn.leaky_relu", [data], ["data"], alpha=alpha)
+
+
+def _axis_rel(name: str) -> Callable[[tuple[Type, ...], Attrs], Type]:
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types[0], name, "data")
+        check_dtype(data, FLOAT_DTYPES, name, "data")
+        if data.ndim == 0:
+            raise ValueError(f"{name}: data must have at least one dimension, got {data}")
+        normalize_axis(attrs["axis"], data.ndim, name)
+        return data
+
+    return rel
+
+
+_softmax_rel = _axis_rel("nn.softmax")
 
 
 def _softmax_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
@@ -90,6 +128,34 @@ register(
 def softmax(data: Any, axis: int = -1) -> Call:
     """Softmax of ``data`` along ``axis``."""
     return make_call("nn.softmax", [data], ["data"], axis=axis)
+
+
+def _log_softmax_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    x = args[0]
+    wide = x.astype(accumulate_dtype(x.dtype.name), copy=False)
+    axis = attrs["axis"]
+    # log(sum(exp(x - max))) never overflows and is >= 0, so the result keeps
+    # its precision where softmax itself would underflow to 0 (log of 0).
+    shifted = wide - np.max(wide, axis=axis, keepdims=True)
+    with np.errstate(all="ignore"):
+        out = shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    return result(out, x.dtype)
+
+
+register(
+    "nn.log_softmax",
+    num_inputs=1,
+    type_rel=_axis_rel("nn.log_softmax"),
+    kernel=_log_softmax_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(AttrField("axis", attr_int, -1, doc="The axis to normalize over."),),
+    doc="log(softmax(x)) along ``axis``: x - max - log(sum(exp(x - max))) (computed stably).",
+)
+
+
+def log_softmax(data: Any, axis: int = -1) -> Call:
+    """The logarithm of the softmax of ``data`` along ``axis``, computed stably."""
+    return make_call("nn.log_softmax", [data], ["data"], axis=axis)
 
 
 def _attr_rate(value: Any, where: str) -> float:

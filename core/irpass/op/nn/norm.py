@@ -1,4 +1,5 @@
-"""Normalization: ``nn.batch_norm`` (inference mode) and ``nn.layer_norm``.
+"""Normalization: ``nn.batch_norm`` (inference mode), ``nn.layer_norm`` and
+``nn.lrn`` (local response normalization across channels).
 
 ``nn.batch_norm`` returns a 3-field tuple (output, moving_mean, moving_var)
 as Relay's does; the kernel normalizes with the moving statistics (there is
@@ -19,6 +20,7 @@ from ...ir.types import TensorType, TupleType, Type
 from .._common import (
     FLOAT_DTYPES,
     accumulate_dtype,
+    attr_positive_int,
     check_dtype,
     make_call,
     normalize_axis,
@@ -27,7 +29,7 @@ from .._common import (
     tensor_arg,
 )
 
-__all__ = ["batch_norm", "layer_norm"]
+__all__ = ["batch_norm", "layer_norm", "lrn"]
 
 
 def _attr_epsilon(value: Any, where: str) -> float:
@@ -188,4 +190,92 @@ def layer_norm(
         epsilon=epsilon,
         center=center,
         scale=scale,
+    )
+
+
+# -- lrn ---------------------------------------------------------------------------------------
+
+
+def _attr_finite(value: Any, where: str) -> float:
+    v = attr_float(value, where)
+    if not np.isfinite(v):
+        raise ValueError(f"{where} must be a finite number, got {v}")
+    return v
+
+
+def _lrn_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "nn.lrn", "data")
+    check_dtype(data, FLOAT_DTYPES, "nn.lrn", "data")
+    if data.ndim == 0:
+        raise ValueError(f"nn.lrn: data must have at least one dimension, got {data}")
+    normalize_axis(attrs["axis"], data.ndim, "nn.lrn")
+    return data
+
+
+def _lrn_window(size: int) -> tuple[int, int]:
+    """How many neighbours before and after a channel its window holds.
+
+    ONNX LRN's window ``[c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]``;
+    for an odd ``size`` (TVM's case) both are ``size // 2``.
+    """
+    return (size - 1) // 2, size // 2
+
+
+def _lrn_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data = args[0]
+    wide = data.astype(accumulate_dtype(data.dtype.name), copy=False)
+    axis = normalize_axis(attrs["axis"], data.ndim, "nn.lrn")
+    size = attrs["size"]
+    before, after = _lrn_window(size)
+    channels = data.shape[axis]
+    pad = [(0, 0)] * data.ndim
+    pad[axis] = (before, after)
+    sq = np.pad(np.square(wide), pad)
+    # the window sum as ``size`` shifted slices of the zero-padded squares: no
+    # cumulative sum, whose rounding would differ from a direct sum
+    index: list[Any] = [slice(None)] * data.ndim
+    total = np.zeros_like(wide)
+    for k in range(size):
+        index[axis] = slice(k, k + channels)
+        total = total + sq[tuple(index)]
+    base = attrs["bias"] + (attrs["alpha"] / size) * total
+    with np.errstate(all="ignore"):
+        out = wide / np.power(base, attrs["beta"])
+    return result(out, data.dtype)
+
+
+register(
+    "nn.lrn",
+    num_inputs=1,
+    type_rel=_lrn_rel,
+    kernel=_lrn_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(
+        AttrField("size", attr_positive_int, 5, doc="Channels in the window."),
+        AttrField("axis", attr_int, 1, doc="The channel axis."),
+        AttrField("bias", _attr_finite, 2.0, doc="Added to the scaled sum of squares."),
+        AttrField("alpha", _attr_finite, 1e-4, doc="Scale of the sum of squares (over size)."),
+        AttrField("beta", _attr_finite, 0.75, doc="Exponent."),
+    ),
+    doc="Local response normalization: data / (bias + alpha / size * sum of squares over a "
+    "window of ``size`` channels along ``axis``) ** beta (ONNX LRN, TVM's nn.lrn).",
+)
+
+
+def lrn(
+    data: Any,
+    size: int = 5,
+    axis: int = 1,
+    bias: float = 2.0,
+    alpha: float = 1e-4,
+    beta: float = 0.75,
+) -> Call:
+    """Local response normalization of ``data`` across ``size`` neighbouring channels.
+
+    ``out = data / (bias + alpha / size * sum(data[window] ** 2)) ** beta``, the window
+    along ``axis`` being ``[c - (size - 1) // 2, c + size // 2]`` clipped to the tensor
+    (ONNX LRN; the same as TVM for odd sizes).
+    """
+    return make_call(
+        "nn.lrn", [data], ["data"], size=size, axis=axis, bias=bias, alpha=alpha, beta=beta
     )
