@@ -414,3 +414,102 @@ def test_checked_type_error_describes_the_node():
     x = var("x", shape=(2,))
     with pytest.raises(ValueError, match=r"checked_type of test.nodes.ident\(%x"):
         _ = Call(TEST_OP, [x], {"sizes": [1]}).checked_type
+
+
+# -- the unchecked constructors of trusted rebuilders -----------------------------------
+
+
+def test_unchecked_call_is_the_same_node_as_the_checked_one():
+    from irpass import structural_equal
+
+    x = var("x", shape=(2,))
+    checked = Call(TEST_OP, [x], {"sizes": [1]})
+    fast = Call._unchecked(TEST_OP, (x,), checked.attrs)
+    assert type(fast) is Call and fast is not checked
+    assert fast.op is TEST_OP and fast.args == (x,) and fast.attrs is checked.attrs
+    assert fast.children() == checked.children()
+    assert structural_equal(fast, checked)
+    with pytest.raises(ValueError, match="run irpass.ir.infer_type"):
+        _ = fast.checked_type  # no type yet, like every new node
+    with pytest.raises(AttributeError, match="immutable"):
+        fast.args = ()
+    plain = Call._unchecked(Op.get("exp"), (x,), Call(Op.get("exp"), [x]).attrs)
+    assert structural_equal(plain, Call(Op.get("exp"), [x]))
+
+
+def test_unchecked_function_is_the_same_node_as_the_checked_one():
+    from irpass import structural_equal
+
+    x = var("x", shape=(2,))
+    body = Call(Op.get("exp"), [x])
+    checked = Function([x], body, TensorType((2,), "float32"), {"Primitive": 1})
+    fast = Function._unchecked((x,), body, checked.ret_type, checked.attrs)
+    assert type(fast) is Function and fast.params == (x,) and fast.body is body
+    assert fast.ret_type == checked.ret_type and fast.attrs == {"Primitive": 1}
+    assert structural_equal(fast, checked)
+    with pytest.raises(AttributeError, match="immutable"):
+        fast.body = x
+
+
+def _fresh_own(make):
+    """Constant._own on an array only this frame holds (as a kernel result is)."""
+    out = make()
+    return Constant._own(out)
+
+
+def test_constant_own_takes_over_a_fresh_array_without_copying():
+    import sys
+
+    c = _fresh_own(lambda: np.arange(6, dtype=np.float32).reshape(2, 3) + 1)
+    assert c.type == TensorType((2, 3), "float32")
+    np.testing.assert_array_equal(c.data, np.arange(6).reshape(2, 3) + 1)
+    storage = c.data.base
+    if sys.implementation.name == "cpython":  # the refcount test is CPython's
+        assert storage is not None and storage.base is None  # the kernel's array itself
+    # the same invariants as Constant(): read-only view of read-only owned storage
+    assert not c.data.flags.writeable and not storage.flags.writeable
+    with pytest.raises(ValueError):
+        c.data[0, 0] = 5.0
+    with pytest.raises(ValueError):
+        c.data.setflags(write=True)
+    assert Constant(c.data).data.base is storage  # shared, not copied, like any constant
+    with pytest.raises(ValueError, match="run irpass.ir.infer_type"):
+        _ = c.checked_type
+
+
+def test_constant_own_copies_what_it_cannot_take_over():
+    held = np.ones(3, np.float32) * 2
+    keep = [held]  # someone else holds the array: it must stay theirs
+    c = Constant._own(held)
+    assert c.data.base is not held and held.flags.writeable
+    held[0] = 9.0
+    assert c.data[0] == 2.0 and keep
+    # a view (not the owner of its memory), a non-contiguous array, another byte order
+    base = np.arange(8, dtype=np.float32)
+    for make in (
+        lambda: base[::2],
+        lambda: np.ones((3, 2), np.float32, order="F") * 1,
+        lambda: np.arange(4, dtype=">f4"),
+    ):
+        c = _fresh_own(make)
+        assert c.data.flags.c_contiguous and c.data.dtype.isnative
+        assert not c.data.flags.writeable
+    assert base.flags.writeable  # the view's base was not frozen
+    with pytest.raises(ValueError, match="unsupported dtype 'complex128'"):
+        _fresh_own(lambda: np.zeros(2, dtype=np.complex128))
+    with pytest.raises(TypeError, match="numpy.ndarray"):
+        Constant._own([1.0, 2.0])
+
+
+def test_owned_storage_entries_of_dead_arrays_are_swept():
+    import gc
+
+    from irpass.ir import nodes
+
+    made = [_fresh_own(lambda: np.zeros(4, np.float32) + 1) for _ in range(50)]
+    made += [Constant(np.zeros(4, np.float32)) for _ in range(50)]
+    assert all(nodes._is_owned(c.data.base) for c in made)
+    del made
+    gc.collect()
+    nodes._sweep_owned()  # (runs on its own each time the table has doubled)
+    assert all(ref() is not None for ref in nodes._OWNED_STORAGE.values())

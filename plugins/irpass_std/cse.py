@@ -58,13 +58,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from irpass.ir import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from irpass.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, function_pass
 
 if TYPE_CHECKING:
-    from irpass.ir import Attrs, Expr, IRModule
+    from irpass.ir import Attrs, IRModule
     from irpass.transform import PassContext
 
 __all__ = ["EliminateCommonSubexpr", "MAX_CONSTANT_ELEMENTS", "CONFIG_OPTIONS"]
@@ -81,6 +93,13 @@ _SKIP_ATTRS = ("Primitive", "SkipOptimization")
 # Tags that start the keys of non-call nodes (call keys start with their Op).
 _TUPLE = "tuple"
 _GETITEM = "getitem"
+
+# The slot setters of Call nodes, for the inlined unchecked constructor (see
+# Call._unchecked: same steps, one Python call less per merged call).
+_SET_CHECKED_TYPE = Expr._checked_type.__set__  # type: ignore[attr-defined]
+_SET_OP = Call.op.__set__  # type: ignore[attr-defined]
+_SET_ARGS = Call.args.__set__  # type: ignore[attr-defined]
+_SET_ATTRS = Call.attrs.__set__  # type: ignore[attr-defined]
 
 # Work items on the stack besides expressions: tuples (kind, node).
 _ENTER, _EXIT, _BIND, _LET, _IF, _FUNC = range(6)
@@ -123,6 +142,10 @@ class _Eliminator:
         # key -> canonical node. Inside a nested scope (marks not empty) the keys added
         # are logged, so closing the scope removes exactly the entries it added.
         self.table: dict[Any, Expr] = {}
+        # op -> (args -> canonical call) for the calls without attrs, the bulk: keyed
+        # by the merged args tuple the walk builds anyway, so no key is allocated
+        self.op_tables: dict[Op, dict[tuple[Expr, ...], Expr]] = {}
+        # (table, key) added inside nested scopes, in order
         self.log: list[Any] = []
         self.marks: list[int] = []
         # constants are merged regardless of scope: they compute nothing
@@ -146,9 +169,10 @@ class _Eliminator:
         """The merged form of ``root``: an iterative post-order walk over all of it.
 
         Op calls, the bulk of every program, are handled inline: a call met
-        for the first time goes back on the stack under a ``None`` marker,
-        with its arguments not visited yet above it; when the marker comes up,
-        its arguments are done and it is merged. (It cannot have been visited
+        for the first time is merged at once if its arguments are all done;
+        otherwise it goes back on the stack under a ``None`` marker, with its
+        arguments not visited yet above it; when the marker comes up, its
+        arguments are done and it is merged. (It cannot have been visited
         meanwhile: that would need a path from an argument back to the call.)
         Every other node kind goes to :meth:`_visit`, work items (tuples) to
         :meth:`_task`. Arguments are pushed in order, so the last argument is
@@ -157,10 +181,17 @@ class _Eliminator:
         memo = self.memo
         get = memo.get
         table = self.table
+        op_tables = self.op_tables
         log = self.log
         marks = self.marks
         fskip = self.fskip
         visit = self._visit
+        unchecked_call = Call._unchecked
+        new_node = object.__new__
+        set_checked_type = _SET_CHECKED_TYPE
+        set_op = _SET_OP
+        set_args = _SET_ARGS
+        set_attrs = _SET_ATTRS
         stack = self.stack
         stack.append(root)
         push = stack.append
@@ -172,31 +203,52 @@ class _Eliminator:
                 args = node.args
                 new_args = tuple(map(get, args))
             elif type(node) is Call and type(node.op) is Op:
-                if node not in memo:
+                if node in memo:
+                    continue
+                args = node.args
+                new_args = tuple(map(get, args))
+                if None in new_args:
+                    # arguments to visit first; a call whose arguments are all done
+                    # (the second of two users of a node) is merged at once
                     push(node)
                     push(None)
-                    for a in node.args:
+                    for a in args:
                         if a not in memo:
                             push(a)
-                continue
+                    continue
             else:
                 visit(node)
                 continue
             op = node.op
             attrs = node.attrs
+            # Rebuilt calls keep the op, its arity and the call's own (valid) attrs:
+            # the unchecked constructor builds them without checking again.
             if not args or op.stateful or (fskip is not None and fskip(node)):
-                memo[node] = node if new_args == args else Call(op, new_args, attrs)
+                memo[node] = node if new_args == args else unchecked_call(op, new_args, attrs)
                 continue
             if attrs is EMPTY_ATTRS:
-                key = (op, new_args)
+                # One table per op keyed by the args tuple itself: no key to build.
+                sub = op_tables.get(op)
+                if sub is None:
+                    sub = op_tables[op] = {}
+                key = new_args
             else:
+                sub = table
                 key = (op, new_args, self._attrs_key(attrs))
-            canon = table.get(key)
+            canon = sub.get(key)
             if canon is None:
-                canon = node if new_args == args else Call(op, new_args, attrs)
-                table[key] = canon
+                if new_args == args:
+                    canon = node
+                else:
+                    # Call._unchecked inlined (the hottest line of the pass)
+                    canon = new_node(Call)
+                    set_checked_type(canon, None)
+                    set_op(canon, op)
+                    set_args(canon, new_args)
+                    set_attrs(canon, attrs)
+                sub[key] = canon
                 if marks:
-                    log.append(key)
+                    log.append((sub, key))
             memo[node] = canon
         return memo[root]
 
@@ -207,7 +259,7 @@ class _Eliminator:
         if canon is None:
             canon = table[key] = build()
             if self.marks:
-                self.log.append(key)
+                self.log.append((table, key))
         self.memo[node] = canon
 
     def _visit(self, node: Any) -> None:  # noqa: C901, PLR0912 - one branch per node kind
@@ -306,8 +358,7 @@ class _Eliminator:
         elif kind == _EXIT:
             mark = self.marks.pop()
             log = self.log
-            table = self.table
-            for key in log[mark:]:
+            for table, key in log[mark:]:
                 del table[key]
             del log[mark:]
         elif kind == _BIND:

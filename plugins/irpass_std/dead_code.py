@@ -221,6 +221,8 @@ class _Eliminator:
                     new_op = op if type(op) is Op else memo[op]
                     if new_op is op and new_args == args:
                         memo[node] = node
+                    elif new_op is op:  # same op and attrs: nothing to check again
+                        memo[node] = _unchecked_call(op, new_args, node.attrs)
                     else:
                         attrs = node.attrs
                         memo[node] = Call(new_op, new_args, attrs if attrs else None)
@@ -280,6 +282,9 @@ class _Eliminator:
         return projected[item]
 
 
+_unchecked_call = Call._unchecked
+
+
 def _rebuild(node: Expr, memo: dict[Expr, Expr]) -> Expr:
     """``node`` over the rebuilt forms of its children (itself when none changed)."""
     t = type(node)
@@ -288,8 +293,8 @@ def _rebuild(node: Expr, memo: dict[Expr, Expr]) -> Expr:
         new_args = tuple([memo[a] for a in args])
         op = node.op
         new_op = op if type(op) is Op else memo[op]
-        if new_op is op and new_args == args:
-            return node
+        if new_op is op:
+            return node if new_args == args else _unchecked_call(op, new_args, node.attrs)
         attrs = node.attrs
         return Call(new_op, new_args, attrs if attrs else None)
     if t is Tuple:

@@ -168,6 +168,9 @@ class _Retyped(Exception):
         self.typed = typed
 
 
+_unchecked_call = Call._unchecked
+_own_constant = Constant._own
+
 # A constant's type, by the (shape, dtype) of its data: Constant.type builds a
 # new TensorType (and reads dtype.name, slow in numpy 2) on each access.
 _TENSOR_TYPES: dict[tuple[tuple[int, ...], np.dtype], TensorType] = {}
@@ -242,16 +245,27 @@ class _Folder:
                     continue
                 t = type(node)
                 if t is Call:
-                    push(node)
-                    push(_EXIT)
+                    # A call whose operands are all done (a fold of constants, say) is
+                    # rewritten at once; otherwise after them (_EXIT).
+                    ready = True
                     for a in node.args:
                         if type(a) not in _LEAVES and a not in memo:
+                            if ready:
+                                push(node)
+                                push(_EXIT)
+                                ready = False
                             push(a)
                             push(_ENTER)
                     op = node.op
                     if type(op) not in _LEAVES and op not in memo:
+                        if ready:
+                            push(node)
+                            push(_EXIT)
+                            ready = False
                         push(op)
                         push(_ENTER)
+                    if ready:
+                        memo[node] = self._rewrite_call(node)
                 elif t is Let:
                     push(node)
                     push(_LET_VALUE)
@@ -355,6 +369,9 @@ class _Folder:
             new_op = get(op, op)
         if new_op is op and new_args == args:
             return call
+        if new_op is op and type(op) is Op:
+            # Same op, same arity, the call's own (valid) attrs: nothing to check.
+            return _unchecked_call(op, new_args, call.attrs)
         attrs = call.attrs
         return Call(new_op, new_args, attrs if attrs else None)
 
@@ -366,14 +383,17 @@ class _Folder:
         if not foldable or not args:
             return None
         keys = []
+        values = []  # the kernel's arguments
         const_tuples = self.const_tuples
         for arg in args:
             t = type(arg)
             if t is Constant:
                 data = arg.data
                 keys.append((data.shape, data.dtype))
+                values.append(data)
             elif t is Tuple and const_tuples.get(arg) is not None:
                 keys.append(const_tuples[arg])  # a tuple of tensors, as concatenate takes
+                values.append(_value(arg))
             elif op.name == "shape_of":
                 return self._fold_shape_of(call)
             else:
@@ -392,9 +412,7 @@ class _Folder:
         if self.max_elements is not None and elements > self.max_elements:
             return None
         try:
-            out = op.kernel(
-                tuple([a.data if type(a) is Constant else _value(a) for a in args]), attrs
-            )
+            out = op.kernel(tuple(values), attrs)
         except Exception as exc:
             self._warn(f"the kernel of {op.name!r} raised {type(exc).__name__}: {exc}", call)
             return None
@@ -404,7 +422,8 @@ class _Folder:
             and out.dtype == np_dtype
             and out.shape == ty.shape
         ):
-            return Constant(out)
+            # The kernel's fresh result becomes the constant's storage (no copy).
+            return _own_constant(out)
         folded = _as_expr(out, ty)
         if folded is None:
             self._warn(

@@ -98,6 +98,7 @@ from irpass.ir import (
     TupleType,
     Var,
 )
+from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
@@ -121,6 +122,10 @@ CONFIG_OPTIONS: list[ConfigOption] = [
 
 # The attributes of every fused function (one shared, immutable object).
 _PRIMITIVE = Attrs({"Primitive": 1})
+
+# The constructors without checks, for nodes built from parts valid by construction.
+_unchecked_call = Call._unchecked
+_unchecked_function = Function._unchecked
 
 # Function attributes that make the pass leave a function (global or nested) alone.
 _SKIP_ATTRS = ("Primitive", "SkipOptimization")
@@ -743,8 +748,12 @@ class _Fuser(ExprMutator):
                 continue
             stack.pop()
             inner[node] = _rebuild(node, new_operands)
-        fn = Function(params.params, inner[output], output.checked_type, _PRIMITIVE)
-        return Call(fn, params.args)
+        # Fresh distinct params, a built body, its type and the Primitive attrs: all
+        # valid by construction, so the unchecked constructors build them.
+        fn = _unchecked_function(
+            tuple(params.params), inner[output], output.checked_type, _PRIMITIVE
+        )
+        return _unchecked_call(fn, tuple(params.args), EMPTY_ATTRS)
 
     def visit_call(self, call: Call) -> Expr:
         group = self._group(call)
@@ -784,8 +793,10 @@ def _rebuild(node: Expr, operands: list[Expr]) -> Expr:
     """A copy of ``node`` on new ``operands``."""
     t = type(node)
     if t is Call:
-        # (empty attrs as None: the Call constructor then skips the schema check)
-        return Call(node.op, operands, node.attrs or None)
+        op = node.op
+        if type(op) is Op:  # same op, same arity, the call's own attrs: no check needed
+            return _unchecked_call(op, tuple(operands), node.attrs)
+        return Call(op, operands, node.attrs or None)
     if t is Tuple:
         return Tuple(operands)
     return TupleGetItem(operands[0], node.index)

@@ -29,6 +29,7 @@ identity.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 from .expr import Expr
@@ -36,6 +37,9 @@ from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGet
 from .op import Op
 
 __all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit"]
+
+_unchecked_call = Call._unchecked
+_ALWAYS_EXPR = repeat(Expr)  # endless: map(isinstance, xs, _ALWAYS_EXPR) stops with xs
 
 _METHOD_OF: dict[type, str] = {
     Var: "visit_var",
@@ -343,8 +347,13 @@ class ExprMutator(ExprFunctor):
         new_args = tuple(map(get, args))
         if None in new_args:
             new_args = self._visit_all(args)
-        if new_op is op and new_args == args:
-            return call
+        if new_op is op:
+            if new_args == args:
+                return call
+            if type(op) is Op and all(map(isinstance, new_args, _ALWAYS_EXPR)):
+                # Same op and arity and the call's own (already valid) attrs: only the
+                # new args needed checking (an overriding visit_* may return anything).
+                return _unchecked_call(op, new_args, call.attrs)
         return Call(new_op, new_args, call.attrs)
 
     def visit_let(self, let: Let) -> Expr:

@@ -10,6 +10,7 @@ tuples; attributes as :class:`~irpass.ir.attrs.Attrs`.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from itertools import repeat
@@ -39,9 +40,45 @@ __all__ = [
 ]
 
 
-# The arrays Constant created to hold constant data, by id (ndarrays are not
-# hashable), so a Constant built from another's data can share it without copying.
-_OWNED_STORAGE: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+# The arrays Constant created (or took over) to hold constant data: id -> weak
+# reference (ndarrays are not hashable), so a Constant built from another's data
+# can share it without copying. A lookup checks that the reference still leads
+# to the very array asked about, so an entry left by a dead array never vouches
+# for another one; such entries are swept out when the table has doubled since
+# the last sweep (amortized O(1) per entry, at most about twice the live entries).
+# A plain dict of callback-free references costs a fraction of a microsecond per
+# constant; weakref.WeakValueDictionary costs about 1 us.
+_OWNED_STORAGE: dict[int, weakref.ReferenceType[np.ndarray]] = {}
+_SWEEP_AT = [1024]  # the table size that triggers the next sweep
+_ref = weakref.ref
+
+
+def _own_storage(storage: np.ndarray) -> None:
+    """Record ``storage`` (read-only, C-contiguous, referenced by no one else) as owned."""
+    _OWNED_STORAGE[id(storage)] = _ref(storage)
+    if len(_OWNED_STORAGE) >= _SWEEP_AT[0]:
+        _sweep_owned()
+
+
+def _sweep_owned() -> None:
+    """Drop the entries of dead arrays; the next sweep is when the table has doubled."""
+    for key, ref in list(_OWNED_STORAGE.items()):
+        if ref() is None and _OWNED_STORAGE.get(key) is ref:
+            _OWNED_STORAGE.pop(key, None)
+    _SWEEP_AT[0] = max(1024, 2 * len(_OWNED_STORAGE))
+
+
+def _is_owned(storage: np.ndarray) -> bool:
+    ref = _OWNED_STORAGE.get(id(storage))
+    return ref is not None and ref() is storage
+
+
+# At most this many references to an array passed to Constant._own: the caller's
+# variable, the parameter and sys.getrefcount's own argument. More means someone
+# else holds it (and could make it writable again): it is copied instead.
+_FRESH_REFCOUNT = 3
+
+_new_node = object.__new__
 
 
 _NATIVE_DTYPES = frozenset(NUMPY_DTYPES.values())
@@ -135,19 +172,44 @@ class Constant(Expr):
                 f"expected one of {sorted(SUPPORTED_DTYPES)}"
             )
         base = data.base
-        if (
-            base is None
-            or _OWNED_STORAGE.get(id(base)) is not base
-            or not data.flags.c_contiguous
-        ):
+        if base is None or not _is_owned(base) or not data.flags.c_contiguous:
             # Byte order is storage, not value: keep one (native) representation.
             dtype = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
             storage = np.array(data, dtype=dtype, copy=True, order="C")
             storage.setflags(write=False)
-            _OWNED_STORAGE[id(storage)] = storage
+            _own_storage(storage)
             data = storage.view()
         _set(self, "_checked_type", None)
         _set(self, "data", data)
+
+    @classmethod
+    def _own(cls, data: np.ndarray) -> Constant:
+        """A constant that takes over ``data``, a fresh array, instead of copying it.
+
+        For trusted builders (FoldConstant on a kernel's result). The node ends
+        up exactly as ``Constant(data)`` would build it -- a read-only view of
+        read-only, C-contiguous, native-byte-order storage of a supported dtype,
+        recorded as owned -- but the storage is ``data`` itself, which is made
+        read-only. That is safe only if nobody else can reach ``data``: so it
+        is taken over only when it owns its memory (``base`` is None) and the
+        caller's one variable is its only other reference; otherwise, and for
+        any other dtype or layout, this is ``Constant(data)`` (a checked copy).
+        The caller must not write to ``data`` afterwards (numpy would refuse).
+        """
+        if (
+            type(data) is not np.ndarray
+            or data.base is not None
+            or data.dtype not in _NATIVE_DTYPES
+            or sys.getrefcount(data) > _FRESH_REFCOUNT
+            or not data.flags.c_contiguous
+        ):
+            return cls(data)
+        data.setflags(write=False)
+        _own_storage(data)
+        node = _new_node(cls)
+        _set_checked_type(node, None)
+        _set_constant_data(node, data.view())
+        return node
 
     @property
     def type(self) -> TensorType:
@@ -246,6 +308,33 @@ class Call(Expr):
     def __repr__(self) -> str:
         name = self.op.name if type(self.op) is Op else type(self.op).__name__
         return f"Call({name}, {len(self.args)} args)"
+
+    @staticmethod
+    def _unchecked(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
+        """A call built from parts known to be valid, without checking them.
+
+        For trusted rebuilders only (the hot paths of passes): ``op`` must be
+        an :class:`Op` (or a function-valued expression), ``args`` a *tuple* of
+        expressions of the op's arity, and ``attrs`` an :class:`Attrs` the
+        checked constructor would accept unchanged for ``op`` -- in practice
+        the ``attrs`` of an existing call of the same ``op``. The node is
+        indistinguishable from ``Call(op, args, attrs)``; about 3x cheaper.
+        """
+        node = _new_node(Call)
+        _set_checked_type(node, None)
+        _set_call_op(node, op)
+        _set_call_args(node, args)
+        _set_call_attrs(node, attrs)
+        return node
+
+
+# The slot setters of the unchecked constructors (the member descriptors' own
+# __set__, cheaper than object.__setattr__ which looks the name up first).
+_set_checked_type = Expr._checked_type.__set__  # type: ignore[attr-defined]
+_set_constant_data = Constant.data.__set__  # type: ignore[attr-defined]
+_set_call_op = Call.op.__set__  # type: ignore[attr-defined]
+_set_call_args = Call.args.__set__  # type: ignore[attr-defined]
+_set_call_attrs = Call.attrs.__set__  # type: ignore[attr-defined]
 
 
 class Let(Expr):
@@ -350,12 +439,36 @@ class Function(Expr):
     def children(self) -> tuple[Expr, ...]:
         return (*self.params, self.body)
 
+    @staticmethod
+    def _unchecked(
+        params: tuple[Var, ...], body: Expr, ret_type: Type | None, attrs: Attrs
+    ) -> Function:
+        """A function built from parts known to be valid, without checking them.
+
+        For trusted builders only: ``params`` a *tuple* of distinct :class:`Var`,
+        ``body`` an expression, ``ret_type`` a :class:`Type` or None, ``attrs``
+        an :class:`Attrs`. The node is indistinguishable from ``Function(...)``.
+        """
+        node = _new_node(Function)
+        _set_checked_type(node, None)
+        _set_function_params(node, params)
+        _set_function_body(node, body)
+        _set_function_ret_type(node, ret_type)
+        _set_function_attrs(node, attrs)
+        return node
+
     def with_attr(self, key: str, value: Any) -> Function:
         """A copy of this function with attribute ``key`` set to ``value``."""
         return Function(self.params, self.body, self.ret_type, self.attrs.replace(**{key: value}))
 
     def __repr__(self) -> str:
         return f"Function({len(self.params)} params)"
+
+
+_set_function_params = Function.params.__set__  # type: ignore[attr-defined]
+_set_function_body = Function.body.__set__  # type: ignore[attr-defined]
+_set_function_ret_type = Function.ret_type.__set__  # type: ignore[attr-defined]
+_set_function_attrs = Function.attrs.__set__  # type: ignore[attr-defined]
 
 
 # -- builders -------------------------------------------------------------------------
