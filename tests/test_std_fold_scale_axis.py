@@ -859,3 +859,212 @@ def test_deep_chain_with_nothing_to_fold_is_the_same_object():
     for _ in range(DEPTH):
         y = op.nn.relu(y)
     _same(FoldScaleAxis(), _mod([x], op.nn.dense(y, _c(_arr(3, 2)))))
+
+
+# -- networks shaped like the ONNX importer's output (the onnx backend test 'light' models) --------
+#
+# Conv with bias -> nn.bias_add(nn.conv2d(x, W), B); BatchNormalization ->
+# nn.batch_norm(...)[0]; the caffe2-exported models (DenseNet-121, Inception v2) follow each
+# batch norm with Mul and Add of unsqueezed vectors: multiply(y, expand_dims(w)), add(y,
+# expand_dims(b)). After the default pipeline at -O3 no batch_norm may remain, every scale
+# after a conv must be in its weights (only per-channel adds, which the ONNX exporter turns
+# into the Conv's bias, may follow it), and a pre-activation batch norm + Mul + Add must be
+# one multiply and one add at most (none when the scale is positive: it goes into the next
+# conv's weights).
+
+
+class _Net:
+    """Builds importer-shaped blocks with seeded weights."""
+
+    def __init__(self, seed=0, positive=True):
+        self.rng = np.random.default_rng(seed)
+        self.low = 0.5 if positive else -1.5  # gamma and the caffe2 scale
+        self.convs = []
+
+    def vec(self, n, low=-1.0, high=1.0):
+        return Constant(self.rng.uniform(low, high, size=n).astype("float32"))
+
+    def conv(self, x, cin, cout, k, bias=False):
+        w = self.rng.normal(0, (2 / (cin * k * k)) ** 0.5, size=(cout, cin, k, k))
+        weight = Constant(w.astype("float32"))
+        self.convs.append(weight)
+        y = op.nn.conv2d(x, weight, padding=(k // 2, k // 2), channels=cout, kernel_size=(k, k))
+        return op.nn.bias_add(y, self.vec(cout), axis=1) if bias else y
+
+    def bn(self, x, ch, caffe2=True):
+        stats = (self.vec(ch, self.low, 1.5), self.vec(ch), self.vec(ch), self.vec(ch, 0.5, 1.5))
+        y = op.nn.batch_norm(x, *stats, axis=1, epsilon=1e-5)[0]
+        if caffe2:
+            scale = op.expand_dims(self.vec(ch, self.low, 1.5), axis=1, num_newaxis=2)
+            y = op.add(op.multiply(y, scale), op.expand_dims(self.vec(ch), axis=1, num_newaxis=2))
+        return y
+
+
+def _densenet_like(layers=2, positive=True):
+    """Stem conv-BN-relu, dense layers (BN-relu-conv1x1-BN-relu-conv3x3, concatenated onto the
+    input), a transition BN-relu-conv1x1-avg_pool and a final BN-relu."""
+    n = _Net(positive=positive)
+    data = var("data", shape=(1, 3, 8, 8))
+    x = op.nn.relu(n.bn(n.conv(data, 3, 8, 3), 8))
+    ch = 8
+    for _ in range(layers):
+        y = n.conv(op.nn.relu(n.bn(x, ch)), ch, 16, 1)
+        y = n.conv(op.nn.relu(n.bn(y, 16)), 16, 4, 3)
+        x = op.concatenate(Tuple([x, y]), axis=1)
+        ch += 4
+    x = op.nn.avg_pool2d(n.conv(op.nn.relu(n.bn(x, ch)), ch, ch, 1), pool_size=(2, 2))
+    x = op.nn.relu(n.bn(x, ch))
+    return IRModule.from_expr(Function([data], x)), n
+
+
+def _resnet_like(blocks=2, bias=False, positive=True):
+    """Stem conv-BN-relu; residual blocks conv-BN-relu-conv-BN + shortcut (a conv-BN
+    projection in the first block), add, relu."""
+    n = _Net(positive=positive)
+    data = var("data", shape=(1, 3, 8, 8))
+    x = op.nn.relu(n.bn(n.conv(data, 3, 8, 3, bias), 8, caffe2=False))
+    for i in range(blocks):
+        y = op.nn.relu(n.bn(n.conv(x, 8, 8, 3, bias), 8, caffe2=False))
+        y = n.bn(n.conv(y, 8, 8, 3, bias), 8, caffe2=False)
+        short = n.bn(n.conv(x, 8, 8, 1, bias), 8, caffe2=False) if i == 0 else x
+        x = op.nn.relu(op.add(y, short))
+    return IRModule.from_expr(Function([data], x)), n
+
+
+def _o3_unfused(mod):
+    from irpass.transform import default_pipeline
+
+    with PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        return default_pipeline(3)(mod)["main"]
+
+
+def _users(expr):
+    users = {}
+
+    def visit(node):
+        for child in node.children() if type(node) in (Call, Tuple) else ():
+            users.setdefault(child, []).append(node)
+
+    post_order_visit(expr, visit)
+    return users
+
+
+def _per_channel_add(node):
+    if type(node) is not Call or type(node.op) is not Op:
+        return False
+    if node.op.name == "nn.bias_add":
+        return node.attrs["axis"] == 1 and type(node.args[1]) is Constant
+    return (
+        node.op.name == "add"
+        and type(node.args[1]) is Constant
+        and node.args[1].data.shape in ((node.args[1].data.shape[0], 1, 1),)
+    )
+
+
+def _conv_tails(func):
+    """For each conv2d: the ops after it up to its first user that is no single-use
+    per-channel constant add (the chain the ONNX exporter merges into the Conv)."""
+    users = _users(func.body)
+    tails = []
+    for conv in (c for c in _calls_of(func) if c.op.name == "nn.conv2d"):
+        node, chain = conv, []
+        while len(users.get(node, [])) == 1 and _per_channel_add(users[node][0]):
+            node = users[node][0]
+            chain.append(node.op.name)
+        after = [u.op.name if type(u) is Call else type(u).__name__ for u in users.get(node, [])]
+        tails.append((chain, after))
+    return tails
+
+
+def _calls_of(func):
+    found = []
+    post_order_visit(func, lambda n: found.append(n) if type(n) is Call else None)
+    return found
+
+
+def test_densenet_like_o3_folds_every_batch_norm():
+    mod, net = _densenet_like()
+    out = _o3_unfused(mod)
+    check_semantics(irpass.transform.default_pipeline(3), mod)
+    counts = {name: _ops(out).count(name) for name in set(_ops(out))}
+    # 7 batch norms: 3 after a conv (its scale goes into the conv's output channels, the
+    # shift is an add the exporter merges into the Conv's bias) and 4 before a relu (a
+    # positive scale goes into the next conv's input channels, the shift stays an add; the
+    # last batch norm has no conv after it and keeps its multiply)
+    assert counts == {
+        "nn.conv2d": 6,
+        "nn.relu": 7,
+        "concatenate": 2,
+        "nn.avg_pool2d": 1,
+        "add": 7,
+        "multiply": 1,
+    }
+    for chain, after in _conv_tails(out):
+        assert chain in ([], ["add"]) and "multiply" not in after
+    kernels = [c.args[1].data for c in _calls_of(out) if c.op.name == "nn.conv2d"]
+    unchanged = [k for k in kernels if any(np.array_equal(k, w.data) for w in net.convs)]
+    # only the two 3x3 convs keep their weights: the batch norm before each went backward
+    # into the 1x1 conv before it, and none follows them
+    assert len(unchanged) == 2 and all(k.shape[2:] == (3, 3) for k in unchanged)
+
+
+def test_densenet_like_o3_with_negative_scales_keeps_one_multiply_per_pre_activation():
+    mod, _ = _densenet_like(positive=False)
+    out = _o3_unfused(mod)
+    check_semantics(irpass.transform.default_pipeline(3), mod)
+    names = _ops(out)
+    assert "nn.batch_norm" not in names
+    # a scale with negative entries cannot cross the relu: the 4 batch norms before a relu
+    # are one multiply + one add each; the 3 after a conv are folded into it (one add each)
+    assert names.count("multiply") == 4 and names.count("add") == 4 + 3
+    for _chain, after in _conv_tails(out):
+        assert "multiply" not in after
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("positive", [True, False])
+def test_resnet_like_o3_leaves_convs_with_per_channel_adds(bias, positive):
+    mod, net = _resnet_like(bias=bias, positive=positive)
+    out = _o3_unfused(mod)
+    check_semantics(irpass.transform.default_pipeline(3), mod)
+    names = _ops(out)
+    # 6 convs, 5 relus, 2 residual adds; each batch norm (and conv bias) is one add
+    assert names.count("nn.conv2d") == 6 and names.count("nn.relu") == 5
+    assert "multiply" not in names and "nn.batch_norm" not in names
+    assert names.count("add") + names.count("nn.bias_add") == 2 + 6
+    for chain, _after in _conv_tails(out):
+        assert len(chain) == 1  # one per-channel add: the Conv's bias
+    kernels = [c.args[1].data for c in _calls_of(out) if c.op.name == "nn.conv2d"]
+    assert not any(np.array_equal(k, w.data) for k in kernels for w in net.convs)
+
+
+def test_pre_activation_block_expected_ir():
+    # relu(x * s + t) -> conv: the scale goes into the conv's input channels, t becomes t / s
+    x = var("x", shape=(1, 4, 5, 5))
+    s, t = _pow2(4, 1, 1), _arr(4, 1, 1)
+    w = _arr(6, 4, 1, 1)
+    body = op.nn.conv2d(op.nn.relu(op.add(op.multiply(x, _c(s)), _c(t))), _c(w), channels=6)
+    out = _run(get_pass("FoldScaleAxis"), _mod([x], body))
+    relu = op.nn.relu(op.add(x, _c(t / s)))
+    expected = op.nn.conv2d(relu, _c(w * s.reshape(1, 4, 1, 1)), channels=6)
+    assert_structural_equal(out, Function([x], expected))
+
+
+def test_conv_bias_batch_norm_mul_add_end_in_the_weights_and_one_bias_expected_ir():
+    # the ONNX importer's Conv(+B) -> BatchNormalization -> Mul -> Add, after SimplifyInference:
+    # SimplifyExpr leaves conv -> multiply -> bias_add, BackwardFoldScaleAxis scales the weights
+    x = var("x", shape=X)
+    w = _arr(4, 3, 3, 3)
+    b, t, shift = (np.array(v, "float32") for v in ([0.5, -1, 2, 0.25], [1, 2, -3, 0.5],
+                                                     [-0.25, 0.75, 1, 2]))
+    s1, s2 = _pow2(4), _pow2(4)
+    y = op.nn.bias_add(op.nn.conv2d(x, _c(w), padding=1), _c(b))
+    y = op.add(op.multiply(y, _c(s1.reshape(4, 1, 1))), _c(t.reshape(4, 1, 1)))
+    y = op.multiply(y, op.expand_dims(_c(s2), axis=1, num_newaxis=2))
+    y = op.add(y, op.expand_dims(_c(shift), axis=1, num_newaxis=2))
+    passes = [get_pass("SimplifyExpr"), BackwardFoldScaleAxis]
+    out = _run(passes, _mod([x], y))
+    scale = s1 * s2
+    bias = (b * s1 + t) * s2 + shift
+    conv = op.nn.conv2d(x, _c(w * scale.reshape(4, 1, 1, 1)), padding=1)
+    assert_structural_equal(out, Function([x], op.nn.bias_add(conv, _c(bias), axis=1)))

@@ -24,6 +24,7 @@ from irpass.ir import (
     Var,
     assert_structural_equal,
     parse,
+    post_order_visit,
     register_op,
 )
 from irpass.testing import check_semantics, models
@@ -734,3 +735,307 @@ def test_random_pattern_chains_keep_their_meaning_and_reach_a_fixed_point(mod):
         out = check_semantics(irpass.transform.SimplifyExpr(), mod, config=config)
         with PassContext(config=config):
             assert irpass.transform.SimplifyExpr()(out) is out
+
+
+# -- chains of affine ops with constants ---------------------------------------------------------
+
+XA = (1, 4, 3, 3)
+
+
+def _cv(*values, shape=None, dtype="float32"):
+    """A constant of ``values`` (small binary fractions: every sum and product is exact)."""
+    data = np.asarray(values, dtype=dtype)
+    return const(data.reshape(shape) if shape is not None else data)
+
+
+C1 = (0.5, -1.25, 2.0, 0.75)
+C2 = (1.5, 0.25, -0.5, 4.0)
+
+
+def _ch(values, dtype="float32"):
+    """A per-channel (C, 1, 1) constant against XA."""
+    return _cv(*values, shape=(4, 1, 1), dtype=dtype)
+
+
+def _np(values, shape=(4, 1, 1)):
+    return np.asarray(values, "float32").reshape(shape)
+
+
+def _affine_fn(build, shape=XA, dtype="float32"):
+    x = var("x", shape=shape, dtype=dtype)
+    return Function([x], build(x))
+
+
+def _check_affine(build, expected, shape=XA, dtype="float32"):
+    before = _affine_fn(build, shape, dtype)
+    check_semantics(irpass.transform.SimplifyExpr(), IRModule.from_expr(before))
+    check(before, _affine_fn(expected, shape, dtype))
+
+
+def test_add_of_add_of_constants_is_one_add():
+    _check_affine(
+        lambda x: op.add(op.add(x, _ch(C1)), _ch(C2)),
+        lambda x: op.add(x, const(_np(C1) + _np(C2))),
+    )
+
+
+def test_constant_on_the_left_and_subtract_merge_too():
+    _check_affine(
+        lambda x: op.subtract(op.add(_ch(C1), x), _ch(C2)),
+        lambda x: op.add(x, const(_np(C1) - _np(C2))),
+    )
+    _check_affine(
+        lambda x: op.add(op.subtract(x, _ch(C1)), const(np.float32(0.5))),
+        lambda x: op.add(x, const(0.5 - _np(C1))),
+    )
+
+
+def test_multiply_of_multiply_of_constants_is_one_multiply():
+    _check_affine(
+        lambda x: op.multiply(_ch(C2), op.multiply(x, _ch(C1))),
+        lambda x: op.multiply(x, const(_np(C1) * _np(C2))),
+    )
+
+
+def test_multiply_of_add_distributes_the_scale():
+    # (x + c1) * c2 -> x * c2 + c1 * c2: the multiply moves next to x
+    _check_affine(
+        lambda x: op.multiply(op.add(x, _ch(C1)), _ch(C2)),
+        lambda x: op.add(op.multiply(x, _ch(C2)), const(_np(C1) * _np(C2))),
+    )
+
+
+def test_multiply_then_add_is_the_normal_form():
+    check_unchanged(_affine_fn(lambda x: op.add(op.multiply(x, _ch(C1)), _ch(C2))))
+
+
+def test_batch_norm_then_scale_and_shift_become_one_multiply_and_one_add():
+    # the caffe2-style ONNX models: BatchNormalization, then Mul and Add of unsqueezed vectors
+    s, t, w, b = (_np(v) for v in (C1, C2, (2.0, 0.5, 1.0, -1.0), (0.25, 0.5, -0.75, 1.0)))
+
+    def build(x):
+        y = op.add(op.multiply(x, const(s)), const(t))
+        y = op.multiply(y, op.expand_dims(const(w.reshape(4)), axis=1, num_newaxis=2))
+        return op.add(y, op.expand_dims(const(b.reshape(4)), axis=1, num_newaxis=2))
+
+    _check_affine(build, lambda x: op.add(op.multiply(x, const(s * w)), const(t * w + b)))
+
+
+def test_whole_chains_merge_in_one_run():
+    def build(x):
+        y = x
+        for i in range(6):
+            y = op.add(y, _ch(C1)) if i % 2 else op.multiply(y, _ch(C2))
+        return y
+
+    c1, c2 = _np(C1), _np(C2)
+    scale = c2**3
+    shift = ((c1 * c2 + c1) * c2) + c1
+    _check_affine(build, lambda x: op.add(op.multiply(x, const(scale)), const(shift)))
+
+
+def test_bias_add_chains():
+    b1 = _cv(*C1)
+    b2 = _cv(*C2)
+    v1, v2 = np.asarray(C1, "float32"), np.asarray(C2, "float32")
+    # two bias_adds along the same axis stay a bias_add
+    _check_affine(
+        lambda x: op.nn.bias_add(op.nn.bias_add(x, b1), b2),
+        lambda x: op.nn.bias_add(x, const(v1 + v2)),
+    )
+    # a per-channel add after a bias_add joins it
+    _check_affine(
+        lambda x: op.add(op.nn.bias_add(x, b1), _ch(C2)),
+        lambda x: op.nn.bias_add(x, const(v1 + v2)),
+    )
+    # conv -> bias -> scale: the scale moves before the bias, which is scaled
+    _check_affine(
+        lambda x: op.multiply(op.nn.bias_add(x, b1), _ch(C2)),
+        lambda x: op.nn.bias_add(op.multiply(x, _ch(C2)), const(v1 * v2)),
+    )
+    # a bias along the last axis of a dense output
+    x2 = (2, 4)
+    _check_affine(
+        lambda x: op.add(op.nn.bias_add(x, b1, axis=-1), b2),
+        lambda x: op.nn.bias_add(x, const(v1 + v2), axis=1),
+        shape=x2,
+    )
+
+
+def test_bias_add_of_zeros_is_removed():
+    _check_affine(lambda x: op.exp(op.nn.bias_add(x, _cv(0, 0, 0, 0))), op.exp)
+
+
+def test_an_add_that_is_not_per_channel_after_a_bias_add_is_an_add():
+    full = np.arange(36, dtype="float32").reshape(4, 3, 3) / 4
+    _check_affine(
+        lambda x: op.add(op.nn.bias_add(x, _cv(*C1)), const(full)),
+        lambda x: op.add(x, const(_np(C1) + full)),
+    )
+
+
+def test_integer_chains_wrap_as_the_ops_do():
+    big = np.int32(2**30)
+    _check_affine(
+        lambda x: op.multiply(op.add(x, const(big)), const(np.int32(4))),
+        # 2**30 * 4 wraps to 0: the add of zeros goes too
+        lambda x: op.multiply(x, const(np.int32(4))),
+        shape=(2, 3),
+        dtype="int32",
+    )
+
+
+def test_reshape_like_ops_of_constants_are_constants():
+    data = np.asarray(C1, "float32")
+    check(
+        _affine_fn(lambda x: op.add(x, op.expand_dims(const(data), axis=1, num_newaxis=2))),
+        _affine_fn(lambda x: op.add(x, const(data.reshape(4, 1, 1)))),
+    )
+    check(
+        _affine_fn(
+            lambda x: op.add(x, op.reshape(op.squeeze(const(_np(C1, (1, 4))), [0]), (4, 1, 1)))
+        ),
+        _affine_fn(lambda x: op.add(x, const(_np(C1)))),
+    )
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        # the merged constant would be bigger than either operand
+        lambda x: op.add(op.add(x, _cv(1, 2, 3, shape=(3, 1))), _cv(1, 2, 3, shape=(1, 3))),
+        # not finite
+        lambda x: op.multiply(op.multiply(x, const(np.float32(np.inf))), const(np.float32(0))),
+        lambda x: op.add(op.add(x, const(np.float32(np.nan))), const(np.float32(1))),
+        # c - x is no x + c
+        lambda x: op.add(op.subtract(const(np.float32(1)), x), const(np.float32(2))),
+        # division is not merged (1 / c is inexact)
+        lambda x: op.multiply(op.divide(x, const(np.float32(3))), const(np.float32(3))),
+        # both sides constant: FoldConstant's job
+        lambda x: op.add(x, op.add(const(np.float32(1)), const(np.float32(2)))),
+    ],
+    ids=["grows", "inf", "nan", "c-x", "divide", "constants"],
+)
+def test_affine_chains_do_not_merge(build):
+    x = var("x", shape=(3, 3))
+    check_unchanged(Function([x], build(x)))
+
+
+def test_shared_inner_op_is_not_merged():
+    x = var("x", shape=XA)
+    inner = op.add(x, _ch(C1))
+    for outer in (op.add(inner, _ch(C2)), op.multiply(inner, _ch(C2))):
+        check_unchanged(Function([x], op.add(outer, op.exp(inner))))
+        check_unchanged(Function([x], Tuple([outer, inner])))
+
+
+def test_a_use_left_by_an_earlier_rule_does_not_count():
+    # transpose by the identity is removed; its one reference to the add goes with it
+    _check_affine(
+        lambda x: op.multiply(op.transpose(op.add(x, _ch(C1)), (0, 1, 2, 3)), _ch(C2)),
+        lambda x: op.add(op.multiply(x, _ch(C2)), const(_np(C1) * _np(C2))),
+    )
+    _check_affine(
+        lambda x: op.add(op.negative(op.negative(op.add(x, _ch(C1)))), _ch(C2)),
+        lambda x: op.add(x, const(_np(C1) + _np(C2))),
+    )
+
+
+def test_affine_chains_keep_side_effects(stateful_op):
+    x = var("x", shape=XA)
+    effect = Call(stateful_op, [x])
+    out = simplify(Function([x], op.add(op.add(effect, _ch(C1)), _ch(C2))))
+    assert out.body.op is Op.get("add") and out.body.args[0].op is stateful_op
+    np.testing.assert_array_equal(out.body.args[1].data, _np(C1) + _np(C2))
+
+
+def test_deep_affine_chain_merges_into_one_op():
+    # per round: ((x * 0.5 + 1 + 1 + 1) * 2) = x + 6; the scales cancel, the shifts add up
+    x = var("x", shape=(2, 3))
+    body = x
+    half, one, two = (const(np.float32(v)) for v in (0.5, 1.0, 2.0))
+    rounds = DEPTH // 4
+    for _ in range(rounds):
+        body = op.multiply(body, half)
+        for _ in range(3):
+            body = op.add(body, one)
+        body = op.multiply(body, two)
+    expected = _affine_fn(lambda y: op.add(y, const(np.float32(6 * rounds))), shape=(2, 3))
+    check(Function([x], body), expected)
+
+
+@st.composite
+def affine_chains(draw):
+    """``@main(x)``: random chains of add/subtract/multiply/bias_add by constants, with shape
+    ops and unary ops between them and some nodes shared by two users."""
+    dtype = draw(st.sampled_from(["float32", "float32", "int32"]))
+    shape = draw(st.sampled_from([(2, 3), (1, 3, 2, 2), (4,)]))
+    x = var("x", shape=shape, dtype=dtype)
+    nodes = [x]
+    body = x
+    for _ in range(draw(st.integers(1, 10))):
+        kind = draw(st.sampled_from(["add", "sub", "rsub", "mul", "bias", "neg", "exp", "share"]))
+        cur = shape
+        channel = cur[:1] + (1,) * (len(cur) - 1)
+        cshape = draw(st.sampled_from([(), cur[-1:], (1,) * len(cur), channel]))
+        size = int(np.prod(cshape))
+        values = draw(
+            st.lists(
+                st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0]), min_size=size, max_size=size
+            )
+        )
+        c = const(np.asarray(values, dtype=dtype).reshape(cshape))
+        if kind == "add":
+            body = op.add(body, c) if draw(st.booleans()) else op.add(c, body)
+        elif kind == "sub":
+            body = op.subtract(body, c)
+        elif kind == "rsub":
+            body = op.subtract(c, body)
+        elif kind == "mul":
+            body = op.multiply(body, c) if draw(st.booleans()) else op.multiply(c, body)
+        elif kind == "bias":
+            axis = draw(st.integers(0, len(cur) - 1))
+            n = cur[axis]
+            vec = np.asarray(
+                draw(st.lists(st.sampled_from([-1.0, 0.5, 2.0]), min_size=n, max_size=n)),
+                dtype=dtype,
+            )
+            body = op.nn.bias_add(body, const(vec), axis=axis)
+        elif kind == "neg":
+            body = op.negative(body)
+        elif kind == "exp" and dtype == "float32":
+            body = op.tanh(body)
+        elif kind == "share":
+            body = op.add(body, draw(st.sampled_from(nodes)))
+        nodes.append(body)
+    return IRModule.from_expr(Function([x], body))
+
+
+@settings(max_examples=150, deadline=None)
+@given(affine_chains())
+def test_random_affine_chains_keep_their_meaning_and_reach_a_fixed_point(mod):
+    out = check_semantics(irpass.transform.SimplifyExpr(), mod)
+    assert irpass.transform.SimplifyExpr()(out) is out
+    # no rule adds an op call: a merge never duplicates an op that has other users
+    assert _op_calls(out["main"]) <= _op_calls(mod["main"])
+
+
+def _op_calls(func):
+    """The number of distinct op calls in ``func``."""
+    found = set()
+    post_order_visit(func, lambda n: found.add(n) if type(n) is Call else None)
+    return len(found)
+
+
+def test_a_node_built_by_a_rule_keeps_the_users_of_the_node_it_replaced():
+    # (x + 0.5) * 0 -> x * 0 + 0 -> x * 0, which has the two users of the original multiply:
+    # the multiply by 3 must not swallow it
+    def build(x, first):
+        t = op.multiply(first(x), const(np.float32(0)))
+        return Tuple([op.multiply(t, const(np.float32(3))), t])
+
+    x = var("x", shape=(2, 3))
+    before = Function([x], build(x, lambda v: op.add(v, const(np.float32(0.5)))))
+    check_semantics(irpass.transform.SimplifyExpr(), IRModule.from_expr(before))
+    y = var("x", shape=(2, 3))
+    check(before, Function([y], build(y, lambda v: v)))

@@ -24,8 +24,31 @@ replaces, so a rewrite never changes a shape or a dtype):
   the axes); a transpose by the identity permutation is removed. Likewise a
   ``layout_transform`` from a layout to itself, and two back-to-back layout
   transforms ``A -> B -> C`` become ``A -> C`` (removed when ``C`` is ``A``);
+* a reshape-like op of a constant becomes the constant with the new shape (a
+  view of the same data: ``expand_dims`` of a weight vector, as ONNX importers
+  emit for ``Unsqueeze``, is a constant the rules below and FoldScaleAxis see);
 * ``cast`` to the dtype ``x`` already has becomes ``x``;
-* ``concatenate`` of a one-tensor tuple becomes that tensor.
+* ``concatenate`` of a one-tensor tuple becomes that tensor;
+* two consecutive affine ops with constants (``add``, ``subtract`` of a
+  constant, ``multiply``, ``nn.bias_add``; TVM's ``SimplifyConsecutiveAdd``
+  and friends) merge when the inner one has no other user:
+  ``(x + c1) + c2 -> x + (c1 + c2)``, ``(x * c1) * c2 -> x * (c1 * c2)`` and
+  ``(x + c1) * c2 -> x * c2 + c1 * c2``; ``x * c + d`` is the normal form. A
+  batch norm lowered by SimplifyInference followed by a per-channel ``Mul``
+  and ``Add`` (caffe2-exported ONNX models) thus becomes one multiply and one
+  add, and a scale after a conv2d moves next to it, where FoldScaleAxis folds
+  it into the weights. The merged constant is computed here (float64 for
+  floats, rounded once; integers wrap as the ops do); the rule does not fire
+  when it would hold more elements than the bigger operand, or any inf or nan
+  (which is the case whenever an operand holds one). Merged adds stay a ``nn.bias_add``
+  when one of them was and the sum runs along its axis. ``bias_add`` of zeros
+  becomes ``x``.
+
+"Single use" counts the users in the input function plus those of the
+nodes a rewrite replaced (``x + 0 -> x`` gives ``x`` the users of the add)
+minus the references that went with a replaced node, so a rewrite earlier in
+the same walk does not block one later; a chain of such merges runs in one
+walk, and the result is a fixed point.
 
 Like TVM's ``SimplifyExpr`` (``relay.transform.SimplifyExpr``) the pass works
 on the dataflow graph and never looks through ``let``-bound variables.
@@ -35,9 +58,11 @@ bottom-up (iteratively, memoized by node identity, so a shared node is
 simplified once and stays shared). When a call is rebuilt its arguments are
 already in normal form; the rules of its op are applied at that node, and
 whatever a rule builds is simplified again at the same spot before the parent
-sees it. Every rule removes at least one op call or turns ``0 - x`` into a
-``negative``, so this local loop runs a bounded number of times per node: the
-result is a fixed point (``reshape(reshape(reshape(x)))`` back to ``x``'s shape
+sees it. Every rule removes at least one op call, turns ``0 - x`` into a
+``negative`` or moves a constant multiply below a constant add (which a
+multiply never moves back over), so this local loop runs a bounded number of
+times per node: the result is a fixed point
+(``reshape(reshape(reshape(x)))`` back to ``x``'s shape
 becomes ``x``, ``x * 1 + 0`` becomes ``x``) in time linear in the size of the
 function, without re-running whole-function passes.
 
@@ -50,6 +75,7 @@ rule reads ``checked_type`` of a node the pass made.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from irpass.ir import (
@@ -60,6 +86,7 @@ from irpass.ir import (
     Function,
     GlobalVar,
     IRModule,
+    Let,
     Op,
     TensorType,
     Tuple,
@@ -96,7 +123,9 @@ def SimplifyExpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     typed = _typed(func, mod)
     # The walk allocates many long-lived, acyclic nodes: the cyclic GC would only rescan them.
     with gc_paused():
-        out = _Simplifier(bool(finite_math)).visit(typed)
+        simplifier = _Simplifier(bool(finite_math))
+        simplifier.root = typed
+        out = simplifier.visit(typed)
     return func if out is typed else out
 
 
@@ -168,6 +197,36 @@ class Effects:
 _EFFECT_FREE_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Function})
 
 
+def _use_counts(root: Expr) -> dict[Expr, int]:
+    """How many references each node under ``root`` has from its parents (each parent once;
+    a let's and a function's binders are no uses). Iterative, linear."""
+    uses: dict[Expr, int] = {}
+    get = uses.get
+    seen: set[Expr] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        t = type(node)
+        if t is Call:
+            parts = node.args if type(node.op) is Op else (node.op, *node.args)
+        elif t is Let:
+            parts = (node.value, node.body)
+        elif t is Function:
+            parts = (node.body,)
+        elif t in _EFFECT_FREE_LEAVES:
+            continue
+        else:  # Tuple, TupleGetItem, If
+            parts = node.children()
+        for part in parts:
+            uses[part] = get(part, 0) + 1
+            if part not in seen:
+                stack.append(part)
+    return uses
+
+
 # -- the rewriting walk -------------------------------------------------------------------------
 
 
@@ -181,17 +240,59 @@ class _Simplifier(ExprMutator):
         self.effects = Effects()
         # Constants and creation calls -> the one value all their elements hold, or None.
         self._fills: dict[Expr, object] = {}
+        # The function walked, and its use counts (computed when a rule first asks).
+        self.root: Expr | None = None
+        self._uses: dict[Expr, int] | None = None
+        # A node that replaces input nodes -> those nodes (their users are now its users).
+        self.origins: dict[Expr, list[Expr]] = {}
+        # A node -> how many references to it went away with a node a rule replaced.
+        self.dropped: dict[Expr, int] = {}
+        # A node -> (how many of its origins are summed, the sum of their use counts).
+        self._origin_uses: dict[Expr, tuple[int, int]] = {}
 
     def type_of(self, expr: Expr) -> Type:
         """The type of an input node or of a node the pass built."""
         t = self.types.get(expr)
-        return t if t is not None else expr.checked_type
+        if t is not None:
+            return t
+        if type(expr) is Constant and expr._checked_type is None:
+            t = self.types[expr] = expr.type  # a constant a rule made
+            return t
+        return expr.checked_type
 
     def make(self, name: str, args: list[Expr], attrs: dict | None, ty: Type) -> Call:
         """A new call of op ``name`` whose type is ``ty`` (recorded for later rules)."""
         node = Call(Op.get(name), args, attrs)
         self.types[node] = ty
         return node
+
+    def constant(self, data: np.ndarray) -> Constant:
+        """A new constant holding ``data`` (:meth:`type_of` reads its type off the data)."""
+        return Constant(data)
+
+    def single_use(self, node: Expr) -> bool:
+        """Whether at most one user reads ``node``, so a rule may consume it.
+
+        The count is the input function's, plus the users of every input node
+        that ``node`` replaces, minus the references that went with a node a rule
+        replaced; a node a rule built and nobody took over has the one user that
+        rule gave it. Over-counts at worst (a reference from a node that became
+        dead further away), which only keeps a rewrite from firing.
+        """
+        uses = self._uses
+        if uses is None:
+            assert self.root is not None
+            uses = self._uses = _use_counts(self.root)
+        count = uses.get(node, 0) - self.dropped.get(node, 0)
+        origins = self.origins.get(node)
+        if origins:
+            # a running sum: a node that replaces many others is asked about many times
+            done, total = self._origin_uses.get(node, (0, 0))
+            for i in range(done, len(origins)):
+                total += uses.get(origins[i], 1)
+            self._origin_uses[node] = (len(origins), total)
+            count += total
+        return count <= 1
 
     def visit_call(self, call: Call) -> Expr:
         get = self.memo.get
@@ -215,22 +316,46 @@ class _Simplifier(ExprMutator):
             for old, arg in zip(args, new_args, strict=True):
                 if arg is not old:
                     types[arg] = old.checked_type
-        rule = _RULES.get(op.name)
-        if rule is None:
-            return new
-        # Apply rules at this spot until none fires: each removes an op call (or
-        # trades `0 - x` for a negative), so this loop is short.
-        node: Expr = new
-        while True:
-            out = rule(self, node)
-            if out is None:
-                return node
-            node = out
-            if type(node) is not Call or type(node.op) is not Op:
-                return node
+        out = self.reduce(new) if op.name in _RULES else new
+        if out is not call:
+            # the users of `call` now use `out`: remembered for the use counts
+            origins = self.origins.get(out)
+            if origins is None:
+                self.origins[out] = [call]
+            else:
+                origins.append(call)
+        return out
+
+    def reduce(self, node: Expr) -> Expr:
+        """``node`` (whose arguments are simplified) with the rules applied at its spot until
+        none fires. Each rule removes an op call, trades ``0 - x`` for a negative or moves a
+        constant multiply below a constant add, so this loop is short."""
+        while type(node) is Call and type(node.op) is Op:
             rule = _RULES.get(node.op.name)
             if rule is None:
                 return node
+            out = rule(self, node)
+            if out is None:
+                return node
+            self._drop_reference(node, out)
+            node = out
+        return node
+
+    def _drop_reference(self, node: Call, out: Expr) -> None:
+        """``out`` replaces ``node``, which held a reference to it (a rule returned an operand,
+        or an operand of a single-use operand): that reference is gone."""
+        if out._checked_type is None and out not in self.origins:
+            return  # a node a rule just built: its one reference was never counted
+        args = node.args
+        if any(a is out for a in args):
+            self.dropped[out] = self.dropped.get(out, 0) + 1
+            return
+        for a in args:
+            t = type(a)
+            if t is Call or t is Tuple or t is TupleGetItem:
+                if any(c is out for c in a.children()) and self.single_use(a):
+                    self.dropped[out] = self.dropped.get(out, 0) + 1
+                    return
 
     # -- helpers for the rules ----------------------------------------------------------
     def fill(self, expr: Expr) -> object:
@@ -290,7 +415,8 @@ def _neutral_operand(
 
 
 def _add(s: _Simplifier, call: Call) -> Expr | None:
-    return _neutral_operand(s, call, 0, (1, 0))
+    keep = _neutral_operand(s, call, 0, (1, 0))
+    return keep if keep is not None else _affine_chain(s, call)
 
 
 def _subtract(s: _Simplifier, call: Call) -> Expr | None:
@@ -301,22 +427,169 @@ def _subtract(s: _Simplifier, call: Call) -> Expr | None:
     ty = s.type_of(call)
     if s.fill(call.args[0]) == 0 and s.type_of(x) == ty:
         return s.make("negative", [x], None, ty)
-    return None
+    return _affine_chain(s, call)
 
 
 def _multiply(s: _Simplifier, call: Call) -> Expr | None:
     keep = _neutral_operand(s, call, 1, (1, 0))
-    if keep is not None or not s.finite_math:
+    if keep is not None:
         return keep
-    ty = s.type_of(call)
-    for zero, other in ((1, 0), (0, 1)):
-        z = call.args[zero]
-        if s.fill(z) == 0 and not s.effects(call.args[other]):
-            if s.type_of(z) == ty:
-                return z
-            assert isinstance(ty, TensorType)
-            return s.make("zeros", [], {"shape": ty.shape, "dtype": ty.dtype}, ty)
+    if s.finite_math:
+        ty = s.type_of(call)
+        for zero, other in ((1, 0), (0, 1)):
+            z = call.args[zero]
+            if s.fill(z) == 0 and not s.effects(call.args[other]):
+                if s.type_of(z) == ty:
+                    return z
+                assert isinstance(ty, TensorType)
+                return s.make("zeros", [], {"shape": ty.shape, "dtype": ty.dtype}, ty)
+    return _affine_chain(s, call)
+
+
+def _bias_add(s: _Simplifier, call: Call) -> Expr | None:
+    if s.fill(call.args[1]) == 0:
+        return call.args[0]  # bias_add keeps its data's type
+    return _affine_chain(s, call)
+
+
+# -- chains of affine ops with constants ---------------------------------------------------
+
+
+class _Affine(NamedTuple):
+    """A call read as ``x + c`` (kind "add") or ``x * c`` (kind "multiply")."""
+
+    kind: str
+    x: Expr
+    # the constant, shaped to broadcast against ``x`` as the call does (negated for a
+    # subtract, laid along the axis for a bias_add)
+    c: np.ndarray
+    axis: int | None  # a bias_add's axis, else None
+
+
+def _constant_side(call: Call) -> int | None:
+    """The index of the constant argument of an affine op call (add, subtract, multiply,
+    nn.bias_add) whose other argument is not a constant; else None. ``c - x`` is none."""
+    name = call.op.name
+    if name not in _AFFINE_OPS:
+        return None
+    lhs, rhs = call.args
+    if type(rhs) is Constant:
+        return 1 if type(lhs) is not Constant else None
+    if type(lhs) is Constant and name in _COMMUTATIVE:
+        return 0
     return None
+
+
+_AFFINE_OPS = frozenset({"add", "subtract", "multiply", "nn.bias_add"})
+_COMMUTATIVE = frozenset({"add", "multiply"})
+
+
+def _affine(s: _Simplifier, call: Call, index: int) -> _Affine | None:
+    """``call`` (an affine op call whose argument ``index`` is a constant) as ``x + c`` or
+    ``x * c``; None unless the constant holds numbers (an inf or a nan in it shows in the
+    merged constant, which the caller checks)."""
+    name = call.op.name
+    x = call.args[1 - index]
+    data = call.args[index].data
+    if data.dtype.kind not in "fiu":
+        return None
+    axis = None
+    if name == "nn.bias_add":
+        rank = len(s.type_of(x).shape)
+        axis = call.attrs["axis"] % rank
+        data = data.reshape(data.shape + (1,) * (rank - 1 - axis))
+    elif name == "subtract":
+        with np.errstate(all="ignore"):  # integers wrap, as the op does
+            data = np.asarray(np.negative(data))
+    return _Affine("multiply" if name == "multiply" else "add", x, data, axis)
+
+
+def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape numpy broadcasting gives ``a`` and ``b``, or None if they do not broadcast."""
+    if len(a) < len(b):
+        a, b = b, a
+    b = (1,) * (len(a) - len(b)) + tuple(b)
+    out = []
+    for m, n in zip(a, b, strict=True):
+        if m != n and m != 1 and n != 1:
+            return None
+        out.append(n if m == 1 else m)
+    return tuple(out)
+
+
+def _affine_chain(s: _Simplifier, call: Call) -> Expr | None:
+    """Merge two consecutive affine ops with constants, the inner one used only here:
+
+    * ``(x + c1) + c2`` -> ``x + (c1 + c2)``  (``-``, ``nn.bias_add`` alike)
+    * ``(x * c1) * c2`` -> ``x * (c1 * c2)``
+    * ``(x + c1) * c2`` -> ``x * c2 + c1 * c2``  (the multiply moves next to ``x``, where it
+      may merge again, and where FoldScaleAxis finds a conv2d's scale)
+
+    The merged constant is computed here (floats in float64, rounded once) and may not
+    hold more elements than the bigger of the two, nor any inf or nan (every element of
+    either constant meets one of the other in it: an inf or a nan in an operand shows); the
+    result must have the call's type. ``(x * c1) + c2`` is the normal form and stays.
+    """
+    side = _constant_side(call)
+    if side is None:
+        return None
+    inner_call = call.args[1 - side]
+    if type(inner_call) is not Call or type(inner_call.op) is not Op:
+        return None
+    inner_side = _constant_side(inner_call)
+    if inner_side is None:
+        return None
+    if inner_call.op.name == "multiply" and call.op.name != "multiply":
+        return None
+    outer = _affine(s, call, side)
+    inner = _affine(s, inner_call, inner_side) if outer is not None else None
+    if inner is None or not s.single_use(inner_call):
+        return None
+    ty = s.type_of(call)
+    assert isinstance(ty, TensorType)
+    c1, c2 = inner.c, outer.c
+    wide = np.float64 if c1.dtype.kind == "f" else c1.dtype
+    with np.errstate(all="ignore"):  # integers wrap, as the ops do
+        a, b = c1.astype(wide), c2.astype(wide)
+        merged = np.asarray(a + b if outer.kind == "add" else a * b).astype(ty.dtype)
+    if merged.size > max(c1.size, c2.size):
+        return None  # the merged constant would be bigger than both operands
+    if merged.dtype.kind == "f" and not np.isfinite(merged).all():
+        return None
+    x = inner.x
+    xshape = s.type_of(x).shape
+    if inner.kind == outer.kind:
+        kind = outer.kind
+        shape = _broadcast(xshape, merged.shape)
+        scale = None
+    else:  # (x + c1) * c2
+        kind = "add"
+        scale_shape = _broadcast(xshape, c2.shape)
+        shape = None if scale_shape is None else _broadcast(scale_shape, merged.shape)
+        scale = scale_shape
+    if shape != ty.shape:
+        return None
+    if scale is not None:
+        # the outer multiply's own constant: c2 as it is
+        product = s.make("multiply", [x, call.args[side]], None, TensorType(scale, ty.dtype))
+        x = s.reduce(product)  # it may merge with a multiply below it
+    axis = inner.axis if inner.axis is not None else outer.axis
+    if kind == "add" and axis is not None and s.type_of(x) == ty:
+        vector = _channel_vector(merged, len(ty.shape), axis, ty.shape[axis])
+        if vector is not None:
+            return s.make("nn.bias_add", [x, s.constant(vector)], {"axis": axis}, ty)
+    return s.make(kind, [x, s.constant(merged)], None, ty)
+
+
+def _channel_vector(c: np.ndarray, rank: int, axis: int, extent: int) -> np.ndarray | None:
+    """``c`` as the ``(extent,)`` vector a bias_add along ``axis`` adds, if it varies along
+    ``axis`` only (broadcast against a rank-``rank`` tensor), else None."""
+    if c.ndim > rank:
+        return None
+    padded = (1,) * (rank - c.ndim) + c.shape
+    if any(d != 1 for j, d in enumerate(padded) if j != axis):
+        return None
+    return np.broadcast_to(c.reshape(-1), (extent,)) if padded[axis] in (1, extent) else None
 
 
 def _divide(s: _Simplifier, call: Call) -> Expr | None:
@@ -336,6 +609,9 @@ def _reshape_like(s: _Simplifier, call: Call) -> Expr | None:
     ty = s.type_of(call)
     if s.type_of(x) == ty:
         return x
+    if type(x) is Constant and isinstance(ty, TensorType):
+        # the same elements under another shape: a view of the constant, no copy
+        return s.constant(x.data.reshape(ty.shape))
     if type(x) is Call and type(x.op) is Op and x.op.name in _RESHAPE_LIKE:
         src = x.args[0]
         if s.type_of(src) == ty:
@@ -404,6 +680,7 @@ def _concatenate(s: _Simplifier, call: Call) -> Expr | None:
 
 _RULES: dict[str, Rule] = {
     "add": _add,
+    "nn.bias_add": _bias_add,
     "subtract": _subtract,
     "multiply": _multiply,
     "divide": _divide,
