@@ -76,7 +76,7 @@ def test_text_round_trip(tmp_path, suffix):
     irpass.assert_structural_equal(irpass.load(str(path)), mod)
 
 
-@pytest.mark.parametrize("path", ["model.onnx", "model.txt.gz", "dir.ir/model.bin"])
+@pytest.mark.parametrize("path", ["model.tflite", "model.txt.gz", "dir.ir/model.bin"])
 def test_unknown_suffix_lists_the_known_ones(path):
     with pytest.raises(ValueError) as info:
         format_for(path)

@@ -216,7 +216,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """The ``optimize`` command; returns the exit code (failures raise, see :mod:`.main`)."""
     if args.output is not None:
         _check_output_path(args.output)
-    mod, label = _load_model(args)
+    base = settings.pass_context()
+    # loaders and exporters read their options (e.g. a plugin's [config.onnx]) from the
+    # current context; they get its config, not its instruments, which see only the passes
+    io_ctx = PassContext(opt_level=base.opt_level, config=dict(base.config.explicit))
+    with io_ctx:
+        mod, label = _load_model(args)
     pipeline = settings.build_pipeline()
 
     expected = inputs = None
@@ -227,7 +232,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         except IRPassError as exc:
             raise ValueError(f"--check: cannot run the input model ({label}): {exc}") from exc
 
-    base = settings.pass_context()
     recorder = _Recorder(_container_infos(pipeline))
     # the recorder joins a copy of the configured context, ahead of the user's instruments
     ctx = PassContext(
@@ -270,7 +274,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
 
     if args.output is not None:
-        save(result, args.output)
+        with io_ctx:
+            save(result, args.output)
     else:
         text = result.astext()
         sys.stdout.write(text if text.endswith("\n") else text + "\n")

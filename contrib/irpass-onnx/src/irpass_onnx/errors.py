@@ -1,0 +1,18 @@
+"""The errors the ONNX pack raises; both are :class:`irpass.errors.IRPassError`, so
+``irpass optimize`` reports them as one clean line."""
+
+from __future__ import annotations
+
+from irpass.errors import IRPassError
+
+__all__ = ["OnnxImportError", "OnnxExportError"]
+
+
+class OnnxImportError(IRPassError, ValueError):
+    """An ONNX model irpass cannot import; the message names the file, the node or input
+    (index, name, op type) and what is wrong."""
+
+
+class OnnxExportError(IRPassError, ValueError):
+    """A module irpass cannot write as ONNX; the message names the expression or op and the
+    opset."""

@@ -1,0 +1,96 @@
+"""irpass -> ONNX: :func:`to_onnx` and :func:`save_onnx`.
+
+The export lowers ``@main`` to a flat graph (every function call inlined: fused
+``Primitive`` functions become their ops, not ONNX functions), applies node-saving peepholes
+(:mod:`.fusion`), then writes one or a few ONNX nodes per op (:mod:`.emitters`,
+:mod:`.emitters_index`, :mod:`.emitters_nn`). All shapes are static, so the result needs no
+shape arithmetic (``squeeze``/``expand_dims``/``reshape`` are one ``Reshape``). The model's
+IR version is the lowest that its opset allows, which onnxruntime 1.31 loads.
+The module is never changed: types are computed on the lowered graph (with the ops' type
+relations), so not even the ``checked_type`` cache of its nodes is written.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import onnx
+from irpass.ir import IRModule
+from irpass.ir.gcpause import gc_paused
+
+from ..errors import OnnxExportError
+from ..options import EXPORT_OPSET, config_value
+from . import emitters, emitters_index, emitters_nn  # noqa: F401 - registers the emitters
+from .builder import EMITTERS
+from .fusion import fuse
+from .graph import lower
+from .writer import check_supported, write_model
+
+__all__ = ["to_onnx", "save_onnx", "resolve_opset", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET",
+           "supported_ops"]
+
+#: The opsets the exporter writes: 9 (the oldest in common use) to 21.
+MIN_OPSET = 9
+MAX_OPSET = 21
+#: The opset of a module that records none (``@main`` attr ``onnx.opset``).
+DEFAULT_OPSET = 17
+
+
+def supported_ops() -> list[str]:
+    """The irpass ops the exporter writes."""
+    return sorted(EMITTERS)
+
+
+def resolve_opset(mod: IRModule, opset: int | None = None) -> int:
+    """The export opset: ``opset``, else the config key ``onnx.export_opset``, else the
+    opset recorded at import (``@main`` attr ``onnx.opset``, moved into 9..21), else 17.
+    An explicit opset outside 9..21 is an :class:`OnnxExportError`."""
+    value: Any = config_value(EXPORT_OPSET, opset)
+    if value is None and "main" in mod:
+        recorded = mod["main"].attrs.get("onnx.opset") if mod["main"].attrs else None
+        if isinstance(recorded, int) and not isinstance(recorded, bool):
+            # the IR holds the semantics, not the opset's: a model imported at an opset the
+            # exporter does not write (e.g. 6) goes out at the nearest one it does
+            value = min(max(recorded, MIN_OPSET), MAX_OPSET)
+    if value is None:
+        value = DEFAULT_OPSET
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OnnxExportError(f"export opset must be an int, got {value!r}")
+    if not MIN_OPSET <= value <= MAX_OPSET:
+        raise OnnxExportError(
+            f"export opset {value} is not supported (supported: {MIN_OPSET}..{MAX_OPSET})"
+        )
+    return value
+
+
+def to_onnx(mod: IRModule, *, opset: int | None = None) -> onnx.ModelProto:
+    """``mod`` (its ``@main``) as an ONNX model at ``opset`` (see :func:`resolve_opset`).
+
+    Graph inputs are ``@main``'s params (names kept); outputs are named from the attr
+    ``onnx.output_names`` when it has one name per output, else ``output_<i>``.
+    Raises :class:`~irpass_onnx.OnnxExportError` for what ONNX cannot hold (control flow,
+    recursion, closures) and, in one error, for every op without an exporter.
+    """
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"to_onnx needs an IRModule, got {type(mod).__name__}")
+    if "main" not in mod:
+        raise OnnxExportError("the module has no @main function to export")
+    level = resolve_opset(mod, opset)
+    attrs = mod["main"].attrs
+    names = attrs.get("onnx.output_names") if attrs else None
+    graph_name = (attrs.get("onnx.graph_name") if attrs else None) or "main"
+    # the export allocates a few objects per node and frees none until the end: the cyclic
+    # collector would walk them all again and again on a big graph (they hold no cycles)
+    with gc_paused():
+        lowered = lower(mod)
+        check_supported(lowered, level)
+        fuse(lowered, level)
+        return write_model(lowered, level, list(names) if names is not None else None,
+                           str(graph_name))
+
+
+def save_onnx(mod: IRModule, path: str | os.PathLike[str], *, opset: int | None = None) -> None:
+    """Write ``to_onnx(mod, opset=opset)`` to ``path``."""
+    model = to_onnx(mod, opset=opset)
+    onnx.save_model(model, os.fspath(path))

@@ -1,0 +1,239 @@
+"""The ONNX side of the export: unique names, nodes, initializers, and the context emitters get.
+
+Nodes are kept as light records and become ``NodeProto`` only at the end, after the graph
+outputs have been renamed to the names the user asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from irpass.ir import describe
+from irpass.ir.types import TensorType, Type
+from onnx import helper, numpy_helper
+
+from ..dtypes import onnx_type_of
+from ..errors import OnnxExportError
+from .graph import Const, Node
+
+__all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter"]
+
+#: An emitter writes the ONNX nodes for one lowered node; it returns the name of the result,
+#: or one name per field for a tuple-typed op.
+Emitter = Callable[["EmitContext"], "str | list[str]"]
+
+#: irpass op name -> emitter. Filled by :mod:`.emitters` and :mod:`.emitters_nn`.
+EMITTERS: dict[str, Emitter] = {}
+
+# Generated constants up to this many elements (shapes, axes, scalars) are shared by value.
+_SHARE_BY_VALUE = 64
+
+
+def emitter(*names: str) -> Callable[[Emitter], Emitter]:
+    """Register the decorated function as the emitter of the ops ``names``."""
+
+    def deco(fn: Emitter) -> Emitter:
+        for n in names:
+            EMITTERS[n] = fn
+        return fn
+
+    return deco
+
+
+class GraphBuilder:
+    """Collects nodes and initializers under unique names."""
+
+    def __init__(self, opset: int, reserved: Sequence[str]) -> None:
+        self.opset = opset
+        self.used: set[str] = set(reserved)
+        self.nodes: list[list[Any]] = []  # [op_type, inputs, outputs, attrs]
+        self.initializers: list[onnx.TensorProto] = []
+        self.init_names: set[str] = set()
+        self._by_key: dict[Any, str] = {}
+        self.producer: dict[str, list[Any]] = {}
+        self._counter = 0
+
+    def fresh(self, hint: str) -> str:
+        """A name not used yet, built from ``hint``."""
+        hint = hint.replace("nn.", "")
+        while True:
+            self._counter += 1
+            name = f"{hint}_{self._counter}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1,
+             hint: str | None = None, **attrs: Any) -> list[str]:
+        """Append a node; returns its output names."""
+        outs = [self.fresh(hint or op_type) for _ in range(outputs)]
+        record = [op_type, list(inputs), outs, attrs]
+        self.nodes.append(record)
+        for o in outs:
+            self.producer[o] = record
+        return outs
+
+    def constant(self, data: np.ndarray, hint: str = "const", key: Any = None) -> str:
+        """An initializer holding ``data``: shared by ``key`` (a constant object) when given,
+        by value for small arrays."""
+        data = np.asarray(data)
+        if key is None and data.size <= _SHARE_BY_VALUE:
+            key = ("value", data.dtype.str, data.shape, data.tobytes())
+        if key is not None and key in self._by_key:
+            return self._by_key[key]
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(data), name))
+        self.init_names.add(name)
+        if key is not None:
+            self._by_key[key] = name
+        return name
+
+
+class EmitContext:
+    """What an emitter sees: its node's inputs (as ONNX names or constant data), types,
+    attributes, the opset, and ways to add nodes and constants."""
+
+    def __init__(self, builder: GraphBuilder, node: Node, names: Callable[[Any], str]) -> None:
+        self.builder = builder
+        self.node = node
+        self.attrs = node.attrs
+        self.opset = builder.opset
+        self._names = names
+
+    # -- inputs ---------------------------------------------------------------------------
+
+    def input(self, i: int) -> str:
+        """The ONNX name of input ``i`` (a constant becomes an initializer)."""
+        return self._names(self.node.inputs[i])
+
+    def name_of(self, value: Any) -> str:
+        """The ONNX name of a lowered value (one a peephole attached to the node)."""
+        return self._names(value)
+
+    def inputs_of(self, i: int) -> list[str]:
+        """The names of the fields of tuple input ``i`` (``concatenate``)."""
+        v = self.node.inputs[i]
+        return [self._names(f) for f in v] if type(v) is tuple else [self._names(v)]
+
+    def const(self, i: int) -> np.ndarray | None:
+        """The data of input ``i`` if it is a constant, else None."""
+        v = self.node.inputs[i]
+        return v.data if type(v) is Const else None
+
+    def type_of(self, i: int) -> TensorType:
+        """The tensor type of input ``i``."""
+        return self.node.inputs[i].type
+
+    @property
+    def out_type(self) -> Type:
+        """The type of the node's result."""
+        return self.node.type
+
+    @property
+    def where(self) -> str:
+        """The node, for messages."""
+        return describe(self.node.expr)
+
+    # -- output -----------------------------------------------------------------------------
+
+    def emit(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any) -> Any:
+        """Add a node; its output name (a list when ``outputs`` > 1)."""
+        hint = self.node.op.replace("nn.", "")
+        outs = self.builder.node(op_type, inputs, outputs, hint=hint, **_clean(attrs))
+        return outs[0] if outputs == 1 else outs
+
+    def constant(self, data: Any, dtype: str | None = None, hint: str = "const") -> str:
+        """An initializer holding ``data`` (converted to ``dtype``)."""
+        arr = np.asarray(data, dtype=dtype) if dtype is not None else np.asarray(data)
+        return self.builder.constant(arr, hint)
+
+    def int64s(self, values: Sequence[int], hint: str = "shape") -> str:
+        """A 1-D int64 initializer (shapes, axes, pads)."""
+        return self.builder.constant(np.asarray(list(values), dtype=np.int64).reshape(-1), hint)
+
+    def reshape(self, name: str, shape: Sequence[int]) -> str:
+        """``name`` reshaped to the static ``shape`` (a Reshape of a Reshape reads the first
+        one's input: the one it bypasses is dropped if nothing else uses it)."""
+        before = self.builder.producer.get(name)
+        if before is not None and before[0] == "Reshape":
+            name = before[1][0]
+        return self.emit("Reshape", [name, self.int64s(shape)])
+
+    def transpose(self, name: str, perm: Sequence[int]) -> str:
+        """``name`` transposed by ``perm``: no node for the identity permutation, and one
+        Transpose of another's input for a Transpose of a Transpose (e.g. NCHW -> NHWC -> NCHW
+        between two ops in NHWC is nothing)."""
+        perm = [int(p) for p in perm]
+        before = self.builder.producer.get(name)
+        if before is not None and before[0] == "Transpose":
+            first = before[3]["perm"]
+            perm = [first[p] for p in perm]
+            name = before[1][0]
+        if perm == list(range(len(perm))):
+            return name
+        return self.emit("Transpose", [name], perm=perm)
+
+    def transposed_source(self, name: str) -> tuple[str, list[int]] | None:
+        """``(input, perm)`` when ``name`` is the output of a Transpose node, else None."""
+        before = self.builder.producer.get(name)
+        if before is None or before[0] != "Transpose":
+            return None
+        return before[1][0], list(before[3]["perm"])
+
+    def cast(self, name: str, dtype: str) -> str:
+        """``name`` cast to irpass dtype ``dtype``."""
+        return self.emit("Cast", [name], to=self.onnx_type(dtype))
+
+    def onnx_type(self, dtype: str) -> int:
+        """The ONNX element type of ``dtype``; an export error if there is none."""
+        try:
+            return onnx_type_of(dtype, self.where)
+        except ValueError as err:
+            raise OnnxExportError(str(err)) from None
+
+    def fail(self, msg: str) -> OnnxExportError:
+        """An export error naming the node and the opset (raise it)."""
+        return OnnxExportError(f"{self.where}: {msg} (export opset {self.opset})")
+
+
+def _clean(attrs: dict[str, Any]) -> dict[str, Any]:
+    """Attribute values as the plain Python types ``onnx.helper`` expects; None dropped."""
+    out = {}
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        if isinstance(v, (np.integer,)):
+            v = int(v)
+        elif isinstance(v, np.floating):
+            v = float(v)
+        elif isinstance(v, (tuple, list)):
+            v = [int(x) if isinstance(x, (int, np.integer)) else float(x) for x in v]
+        out[k] = v
+    return out
+
+
+def live_nodes(nodes: list[list[Any]], outputs: Sequence[str]) -> list[list[Any]]:
+    """The node records something the graph outputs need reads (in order); the others were
+    bypassed by a peephole after they were emitted."""
+    live = set(outputs)
+    keep = []
+    for rec in reversed(nodes):
+        if any(o in live for o in rec[2]):
+            keep.append(rec)
+            live.update(rec[1])
+    keep.reverse()
+    return keep
+
+
+def make_node_protos(nodes: list[list[Any]], rename: dict[str, str]) -> list[onnx.NodeProto]:
+    """The node records as ``NodeProto`` with the names in ``rename`` replaced."""
+    protos = []
+    get = rename.get
+    for op_type, inputs, outputs, attrs in nodes:
+        ins = [get(n, n) for n in inputs]
+        outs = [get(n, n) for n in outputs]
+        protos.append(helper.make_node(op_type, ins, outs, name=outs[0], **attrs))
+    return protos

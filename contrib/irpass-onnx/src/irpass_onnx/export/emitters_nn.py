@@ -1,0 +1,291 @@
+"""Emitters of the ``nn.*`` ops. ONNX wants channels-first data and OIHW weights: other
+layouts get ``Transpose`` nodes around the op (constant weights are transposed here instead,
+so they cost no node)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .builder import EmitContext, emitter
+
+__all__: list[str] = []
+
+
+def _to_nchw(ctx: EmitContext, name: str, layout: str) -> str:
+    return ctx.transpose(name, [layout.index(c) for c in "NCHW"])
+
+
+def _from_nchw(ctx: EmitContext, name: str, layout: str) -> str:
+    return ctx.transpose(name, ["NCHW".index(c) for c in layout])
+
+
+def _weight(ctx: EmitContext, i: int, layout: str, target: str, override: object = None) -> str:
+    """Input ``i`` as a ``target``-layout weight; constants are transposed here."""
+    perm = [layout.index(c) for c in target]
+    data = override if override is not None else ctx.const(i)
+    if data is not None:
+        return ctx.constant(np.ascontiguousarray(np.transpose(data, perm)), hint="weight")
+    return ctx.transpose(ctx.input(i), perm)
+
+
+def _cast_inputs(ctx: EmitContext, names: list[str], out_dtype: str) -> list[str]:
+    if not out_dtype or out_dtype == ctx.type_of(0).dtype:
+        return names
+    return [ctx.cast(n, out_dtype) for n in names]
+
+
+@emitter("nn.conv2d")
+def _conv2d(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    dl, kl = a["data_layout"], a["kernel_layout"]
+    x = _to_nchw(ctx, ctx.input(0), dl)
+    w = _weight(ctx, 1, kl, "OIHW", ctx.node.extra.get("weight"))
+    ins = _cast_inputs(ctx, [x, w], a["out_dtype"])
+    bias = ctx.node.extra.get("bias")
+    if bias is not None:
+        ins.append(ctx.constant(bias, hint="bias"))
+    kh, kw = (ctx.type_of(1).shape[kl.index("H")], ctx.type_of(1).shape[kl.index("W")])
+    y = ctx.emit("Conv", ins, kernel_shape=[kh, kw], strides=a["strides"], pads=a["padding"],
+                 dilations=a["dilation"], group=a["groups"])
+    return _from_nchw(ctx, y, a["out_layout"] or dl)
+
+
+@emitter("nn.conv2d_transpose")
+def _conv2d_transpose(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    dl = a.get("data_layout", "NCHW")
+    kl = a.get("kernel_layout", "IOHW")
+    x = _to_nchw(ctx, ctx.input(0), dl)
+    w = _weight(ctx, 1, kl, "IOHW")
+    ins = _cast_inputs(ctx, [x, w], a.get("out_dtype", ""))
+    kh, kw = (ctx.type_of(1).shape[kl.index("H")], ctx.type_of(1).shape[kl.index("W")])
+    y = ctx.emit("ConvTranspose", ins, kernel_shape=[kh, kw], strides=a["strides"],
+                 pads=a["padding"], dilations=a["dilation"], group=a["groups"],
+                 output_padding=a["output_padding"])
+    return _from_nchw(ctx, y, a.get("out_layout", "") or dl)
+
+
+def _ceil_pads(ctx: EmitContext, size_hw: tuple[int, int]) -> list[int]:
+    """Pads that give the ceil-mode output size without ceil_mode (opset 9 has none)."""
+    a = ctx.attrs
+    (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
+    pt, pl, pb, pr = a["padding"]
+    out = ctx.out_type.shape
+    oh, ow = out[2:] if (a["out_layout"] or a["layout"]) == "NCHW" else out[1:3]
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    return [pt, pl, max(pb, need_h - size_hw[0] - pt), max(pr, need_w - size_hw[1] - pl)]
+
+
+@emitter("nn.max_pool2d", "nn.avg_pool2d")
+def _pool(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    layout = a["layout"]
+    x = _to_nchw(ctx, ctx.input(0), layout)
+    is_max = ctx.node.op == "nn.max_pool2d"
+    attrs: dict = {"kernel_shape": a["pool_size"], "strides": a["strides"],
+                   "pads": list(a["padding"])}
+    if a["dilation"] != (1, 1):
+        if ctx.opset < (10 if is_max else 19):
+            raise ctx.fail(f"pooling with dilation {a['dilation']} needs opset "
+                           f">= {10 if is_max else 19}")
+        attrs["dilations"] = a["dilation"]
+    if a["ceil_mode"]:
+        if ctx.opset >= 10:
+            attrs["ceil_mode"] = 1
+        elif is_max or not a["count_include_pad"]:
+            shape = ctx.type_of(0).shape
+            hw = shape[2:] if layout == "NCHW" else shape[1:3]
+            attrs["pads"] = _ceil_pads(ctx, tuple(hw))
+        else:
+            raise ctx.fail("average pooling with ceil_mode and count_include_pad needs "
+                           "opset >= 10")
+    if is_max:
+        y = ctx.emit("MaxPool", [x], **attrs)
+    else:
+        y = ctx.emit("AveragePool", [x], count_include_pad=int(a["count_include_pad"]), **attrs)
+    return _from_nchw(ctx, y, a["out_layout"] or layout)
+
+
+@emitter("nn.global_avg_pool2d")
+def _global_avg_pool(ctx: EmitContext) -> str:
+    layout = ctx.attrs["layout"]
+    y = ctx.emit("GlobalAveragePool", [_to_nchw(ctx, ctx.input(0), layout)])
+    return _from_nchw(ctx, y, ctx.attrs["out_layout"] or layout)
+
+
+def _along(ctx: EmitContext, i: int, ndim: int, axis: int) -> str:
+    """1-D input ``i`` shaped to broadcast along ``axis`` of an ``ndim``-D tensor."""
+    shape = [1] * (ndim - axis)
+    data = ctx.const(i)
+    shape[0] = ctx.type_of(i).shape[0]
+    if axis == ndim - 1:
+        return ctx.input(i)
+    if data is not None:
+        return ctx.constant(np.reshape(data, shape), hint="bias")
+    return ctx.reshape(ctx.input(i), shape)
+
+
+@emitter("nn.bias_add")
+def _bias_add(ctx: EmitContext) -> str:
+    ndim = len(ctx.type_of(0).shape)
+    axis = ctx.attrs["axis"] % ndim
+    return ctx.emit("Add", [ctx.input(0), _along(ctx, 1, ndim, axis)])
+
+
+@emitter("nn.dense")
+def _dense(ctx: EmitContext) -> str:
+    shape = ctx.type_of(0).shape
+    out_dtype = ctx.attrs["out_dtype"]
+    bias = ctx.node.extra.get("gemm_c")
+    if len(ctx.node.inputs) == 3:  # a non-constant C attached by the Gemm peephole
+        bias = ctx.node.inputs[2]
+    if len(shape) == 2 and (bias is not None or ctx.opset >= 11 or ctx.const(1) is None):
+        ins = _cast_inputs(ctx, [ctx.input(0), ctx.input(1)], out_dtype)
+        if bias is not None:
+            ins.append(ctx.constant(bias, hint="bias") if isinstance(bias, np.ndarray)
+                       else ctx.name_of(bias))
+        elif ctx.opset < 11:
+            units = ctx.type_of(1).shape[0]
+            ins.append(ctx.constant(np.zeros((units,), ctx.out_type.dtype), hint="bias"))
+        return ctx.emit("Gemm", ins, transB=1)
+    w = _weight(ctx, 1, "OI", "IO")
+    y = ctx.emit("MatMul", _cast_inputs(ctx, [ctx.input(0), w], out_dtype))
+    if bias is not None:
+        b = ctx.constant(bias, hint="bias") if isinstance(bias, np.ndarray) \
+            else ctx.name_of(bias)
+        y = ctx.emit("Add", [y, b])
+    return y
+
+
+@emitter("nn.batch_matmul")
+def _batch_matmul(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    x = _weight(ctx, 0, "BKM", "BMK") if a["transpose_a"] else ctx.input(0)
+    y = _weight(ctx, 1, "BNK", "BKN") if a["transpose_b"] else ctx.input(1)
+    return ctx.emit("MatMul", _cast_inputs(ctx, [x, y], a["out_dtype"]))
+
+
+@emitter("matmul")
+def _matmul(ctx: EmitContext) -> str:
+    return ctx.emit("MatMul", [ctx.input(0), ctx.input(1)])
+
+
+@emitter("nn.dropout")
+def _dropout(ctx: EmitContext) -> str:
+    return ctx.input(0)  # inference: the identity, no node
+
+
+def _channel_first(ctx: EmitContext, name: str, ndim: int, axis: int) -> tuple[str, list[int]]:
+    """``name`` with ``axis`` moved to position 1; the permutation that undoes it."""
+    if axis == 1:
+        return name, list(range(ndim))
+    perm = [0, axis] + [d for d in range(1, ndim) if d != axis]
+    inverse = [perm.index(d) for d in range(ndim)]
+    return ctx.transpose(name, perm), inverse
+
+
+@emitter("nn.batch_norm")
+def _batch_norm(ctx: EmitContext) -> list[str]:
+    a = ctx.attrs
+    shape = ctx.type_of(0).shape
+    ndim = len(shape)
+    axis = a["axis"] % ndim
+    channels = shape[axis]
+    dtype = ctx.type_of(0).dtype
+    scale = ctx.input(1) if a["scale"] else ctx.constant(np.ones(channels, dtype))
+    shift = ctx.input(2) if a["center"] else ctx.constant(np.zeros(channels, dtype))
+    x = ctx.input(0)
+    if ndim == 1:
+        x = ctx.reshape(x, (1, channels))
+        y = ctx.emit("BatchNormalization", [x, scale, shift, ctx.input(3), ctx.input(4)],
+                     epsilon=a["epsilon"])
+        y = ctx.reshape(y, shape)
+    else:
+        x, undo = _channel_first(ctx, x, ndim, axis)
+        y = ctx.emit("BatchNormalization", [x, scale, shift, ctx.input(3), ctx.input(4)],
+                     epsilon=a["epsilon"])
+        y = ctx.transpose(y, undo)
+    # fields 1 and 2 are the moving statistics, unchanged
+    return [y, ctx.input(3), ctx.input(4)]
+
+
+@emitter("nn.layer_norm")
+def _layer_norm(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    shape = ctx.type_of(0).shape
+    ndim = len(shape)
+    axis = a["axis"] % ndim
+    dtype = ctx.type_of(0).dtype
+    x = ctx.input(0)
+    if ctx.opset >= 17 and axis == ndim - 1:
+        scale = ctx.input(1) if a["scale"] else ctx.constant(np.ones(shape[axis], dtype))
+        ins = [x, scale] + ([ctx.input(2)] if a["center"] else [])
+        return ctx.emit("LayerNormalization", ins, axis=-1, epsilon=a["epsilon"])
+    axes = [axis]
+    if ctx.opset >= 18:
+        mean = ctx.emit("ReduceMean", [x, ctx.int64s(axes, "axes")], keepdims=1)
+    else:
+        mean = ctx.emit("ReduceMean", [x], axes=axes, keepdims=1)
+    d = ctx.emit("Sub", [x, mean])
+    sq = ctx.emit("Mul", [d, d])
+    if ctx.opset >= 18:
+        var = ctx.emit("ReduceMean", [sq, ctx.int64s(axes, "axes")], keepdims=1)
+    else:
+        var = ctx.emit("ReduceMean", [sq], axes=axes, keepdims=1)
+    eps = ctx.constant(np.array(a["epsilon"], dtype))
+    y = ctx.emit("Div", [d, ctx.emit("Sqrt", [ctx.emit("Add", [var, eps])])])
+    if a["scale"]:
+        y = ctx.emit("Mul", [y, _along(ctx, 1, ndim, axis)])
+    if a["center"]:
+        y = ctx.emit("Add", [y, _along(ctx, 2, ndim, axis)])
+    return y
+
+
+@emitter("nn.softmax", "nn.log_softmax")
+def _softmax(ctx: EmitContext) -> str:
+    op = "Softmax" if ctx.node.op == "nn.softmax" else "LogSoftmax"
+    ndim = len(ctx.type_of(0).shape)
+    if "coerced_axis" in ctx.node.extra:  # the 2-D coercion of opset < 13 is what is meant
+        return ctx.emit(op, [ctx.input(0)], axis=ctx.node.extra["coerced_axis"])
+    axis = ctx.node.extra.get("axis", ctx.attrs["axis"]) % ndim
+    if ctx.opset >= 13 or axis == ndim - 1:
+        return ctx.emit(op, [ctx.input(0)], axis=axis)
+    # before opset 13 the op flattens to 2-D at axis: move the axis last first
+    perm = [d for d in range(ndim) if d != axis] + [axis]
+    y = ctx.emit(op, [ctx.transpose(ctx.input(0), perm)], axis=ndim - 1)
+    return ctx.transpose(y, [perm.index(d) for d in range(ndim)])
+
+
+@emitter("nn.pad")
+def _pad(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    width = a["pad_width"]
+    pads = [b for b, _ in width] + [e for _, e in width]
+    if not any(pads):
+        return ctx.input(0)
+    mode = a["pad_mode"]
+    dtype = ctx.type_of(0).dtype
+    if ctx.opset < 11:
+        return ctx.emit("Pad", [ctx.input(0)], pads=pads, mode=mode,
+                        value=float(a["pad_value"]) if mode == "constant" else None)
+    ins = [ctx.input(0), ctx.int64s(pads, "pads")]
+    if mode == "constant" and a["pad_value"] != 0:
+        with np.errstate(all="ignore"):
+            ins.append(ctx.constant(np.array(a["pad_value"]).astype(dtype)))
+    return ctx.emit("Pad", ins, mode=mode)
+
+
+@emitter("nn.leaky_relu")
+def _leaky_relu(ctx: EmitContext) -> str:
+    return ctx.emit("LeakyRelu", [ctx.input(0)], alpha=float(ctx.attrs["alpha"]))
+
+
+@emitter("nn.lrn")
+def _lrn(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    ndim = len(ctx.type_of(0).shape)
+    x, undo = _channel_first(ctx, ctx.input(0), ndim, a["axis"] % ndim)
+    y = ctx.emit("LRN", [x], size=int(a["size"]), alpha=float(a["alpha"]),
+                 beta=float(a["beta"]), bias=float(a["bias"]))
+    return ctx.transpose(y, undo)

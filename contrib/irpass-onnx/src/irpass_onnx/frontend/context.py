@@ -1,0 +1,166 @@
+"""NodeContext: what a converter sees of the node it converts and of the graph around it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+from irpass.ir import Constant, Expr, TensorType, Type
+from onnx import AttributeProto, NodeProto, numpy_helper
+
+from ..errors import OnnxImportError
+from ..options import ImportOptions
+
+if TYPE_CHECKING:
+    from .graph import GraphImporter
+
+__all__ = ["NodeContext", "decode_attribute"]
+
+_MISSING: Any = object()
+
+
+def decode_attribute(attr: AttributeProto) -> Any:
+    """The Python value of an ONNX attribute: int, float, str, list[int], list[float],
+    list[str], np.ndarray (TENSOR) or list[np.ndarray]; graphs are returned as protos."""
+    t = attr.type
+    if t == AttributeProto.INT:
+        return int(attr.i)
+    if t == AttributeProto.FLOAT:
+        return float(attr.f)
+    if t == AttributeProto.STRING:
+        return attr.s.decode("utf-8")
+    if t == AttributeProto.INTS:
+        return [int(v) for v in attr.ints]
+    if t == AttributeProto.FLOATS:
+        return [float(v) for v in attr.floats]
+    if t == AttributeProto.STRINGS:
+        return [s.decode("utf-8") for s in attr.strings]
+    if t == AttributeProto.TENSOR:
+        return numpy_helper.to_array(attr.t)
+    if t == AttributeProto.TENSORS:
+        return [numpy_helper.to_array(v) for v in attr.tensors]
+    if t == AttributeProto.GRAPH:
+        return attr.g
+    if t == AttributeProto.GRAPHS:
+        return list(attr.graphs)
+    raise ValueError(f"attribute {attr.name!r} has an unsupported type "
+                     f"{AttributeProto.AttributeType.Name(t)}")
+
+
+class NodeContext:
+    """One ONNX node being converted: its inputs as irpass expressions (with types and
+    import-time values), its attributes, the opset and the import options."""
+
+    __slots__ = ("_importer", "node", "index", "opset", "options", "_attrs")
+
+    def __init__(self, importer: GraphImporter, index: int, node: NodeProto) -> None:
+        self._importer = importer
+        #: The ONNX node (never modified).
+        self.node: NodeProto = node
+        #: Its position in the graph's node list.
+        self.index: int = index
+        #: The model's opset of the default domain.
+        self.opset: int = importer.opset
+        #: The resolved import options.
+        self.options: ImportOptions = importer.options
+        self._attrs = {a.name: a for a in node.attribute}
+
+    # -- naming and errors --------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """The node as messages name it: ``node 12 'conv1' (Conv)``."""
+        return f"node {self.index} {self.node.name!r} ({self.node.op_type})"
+
+    def fail(self, msg: str) -> NoReturn:
+        """Raise :class:`OnnxImportError` naming the model and this node."""
+        raise OnnxImportError(f"{self._importer.source}: {self.where}: {msg}")
+
+    # -- inputs -------------------------------------------------------------------------
+    @property
+    def num_inputs(self) -> int:
+        """The number of input slots of the node (absent optional inputs included)."""
+        return len(self.node.input)
+
+    @property
+    def num_outputs(self) -> int:
+        """The number of output slots of the node."""
+        return len(self.node.output)
+
+    def has_input(self, i: int) -> bool:
+        """Whether input ``i`` is given (not past the end, not the empty name)."""
+        return i < len(self.node.input) and self.node.input[i] != ""
+
+    def input(self, i: int, optional: bool = False) -> Expr | None:
+        """Input ``i`` as an expression; ``None`` if it is absent and ``optional``, else an
+        error naming the node."""
+        if not self.has_input(i):
+            if optional:
+                return None
+            self.fail(f"input {i} is required but missing")
+        return self._importer.value(self.node.input[i])
+
+    def inputs(self) -> list[Expr | None]:
+        """Every input slot as an expression (``None`` for an absent optional input)."""
+        return [self.input(i, optional=True) for i in range(len(self.node.input))]
+
+    def type_of(self, i: int) -> TensorType:
+        """The tensor type of input ``i`` (static shape, irpass dtype)."""
+        ty = self.type_of_expr(self.input(i))
+        if not isinstance(ty, TensorType):
+            self.fail(f"input {i} is not a tensor (type {ty})")
+        return ty
+
+    def type_of_expr(self, expr: Expr) -> Type:
+        """The type of ``expr``, an input or an expression built from inputs by the converter
+        (inferred with the ops' type relations; a type error names this node)."""
+        return self._importer.type_of_expr(expr, self)
+
+    def known(self, i: int) -> np.ndarray | None:
+        """The import-time value of input ``i`` if it is known (a constant, or folded from
+        constants at import), else ``None`` (also for an absent input). Read-only."""
+        if not self.has_input(i):
+            return None
+        e = self._importer.value(self.node.input[i])
+        return e.data if isinstance(e, Constant) else None
+
+    def const_input(self, i: int, name: str, optional: bool = False) -> np.ndarray | None:
+        """The import-time value of input ``i`` (called ``name`` in messages); an error if it
+        is not known at import (irpass shapes are static). ``None`` if absent and
+        ``optional``."""
+        if not self.has_input(i):
+            if optional:
+                return None
+            self.fail(f"input {i} ({name}) is required but missing")
+        value = self.known(i)
+        if value is None:
+            self.fail(
+                f"input {i} ({name}, {self.node.input[i]!r}) must be known at import time "
+                "(a constant or computed from constants only); irpass needs it static"
+            )
+        return value
+
+    # -- outputs ------------------------------------------------------------------------
+    def output_used(self, j: int) -> bool:
+        """Whether output ``j`` is named and read by a later node or is a graph output."""
+        if j >= len(self.node.output) or self.node.output[j] == "":
+            return False
+        return self.node.output[j] in self._importer.used_names
+
+    # -- attributes ---------------------------------------------------------------------
+    def has_attr(self, name: str) -> bool:
+        """Whether the node sets attribute ``name``."""
+        return name in self._attrs
+
+    def attr(self, name: str, default: Any = _MISSING) -> Any:
+        """Attribute ``name`` as a Python value (see :func:`decode_attribute`); ``default`` if
+        the node does not set it; an error naming the node and attribute if there is no
+        default."""
+        a = self._attrs.get(name)
+        if a is None:
+            if default is _MISSING:
+                self.fail(f"attribute {name!r} is required but missing")
+            return default
+        try:
+            return decode_attribute(a)
+        except ValueError as err:
+            self.fail(str(err))

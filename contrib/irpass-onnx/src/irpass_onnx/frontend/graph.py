@@ -1,0 +1,356 @@
+"""GraphImporter: one walk over an ONNX graph that builds the body of ``@main``.
+
+The walk keeps, for every ONNX value name, its irpass expression (``env``) and the type of
+every expression built (``types``, computed with the ops' type relations as converters return
+new expressions, so converters can ask for the types of their inputs). Values computed only
+from constants with integer or bool results (shape arithmetic) are evaluated at import and
+become constants; float computations stay in the IR for FoldConstant.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from irpass.errors import IRPassError
+from irpass.evaluator import evaluate
+from irpass.ir import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    IRModule,
+    Op,
+    TensorType,
+    Tuple,
+    TupleGetItem,
+    TupleType,
+    Type,
+    Var,
+)
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto, numpy_helper
+
+from ..dtypes import dtype_of
+from ..errors import OnnxImportError
+from ..options import DIM_VALUES, ImportOptions
+from . import registry
+from .context import NodeContext
+
+__all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset"]
+
+#: The domains of the standard ONNX operators.
+DEFAULT_DOMAINS = ("", "ai.onnx")
+_FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
+_SUBGRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+
+def model_opset(model: ModelProto, source: str) -> int:
+    """The model's opset of the default domain; :class:`OnnxImportError` if it has none."""
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    if not versions:
+        raise OnnxImportError(f"{source}: the model imports no opset of the default ONNX domain")
+    return int(max(versions))
+
+
+class GraphImporter:
+    """Converts the main graph of one ModelProto into an :class:`IRModule`.
+
+    Use once: ``GraphImporter(model, options, source).run()``.
+    """
+
+    def __init__(self, model: ModelProto, options: ImportOptions, source: str | None) -> None:
+        self.model = model
+        self.graph: GraphProto = model.graph
+        #: How the model is named in messages: the file, else the graph name.
+        self.source: str = source or f"ONNX model {self.graph.name or '<unnamed>'!r}"
+        self.options = options
+        self.opset = model_opset(model, self.source)
+        #: ONNX value name -> its expression.
+        self.env: dict[str, Expr] = {}
+        #: expression -> its type (by node identity).
+        self.types: dict[Expr, Type] = {}
+        #: Value names read by some node or listed as a graph output.
+        self.used_names: set[str] = set()
+
+    # -- errors ---------------------------------------------------------------------------
+    def fail(self, msg: str) -> OnnxImportError:
+        """An :class:`OnnxImportError` naming the model (the caller raises it)."""
+        return OnnxImportError(f"{self.source}: {msg}")
+
+    # -- the walk -------------------------------------------------------------------------
+    def run(self) -> IRModule:
+        """Import the graph; :class:`OnnxImportError` on anything irpass cannot represent."""
+        graph = self.graph
+        self._check_supported()
+        for node in graph.node:
+            self.used_names.update(n for n in node.input if n)
+        self.used_names.update(o.name for o in graph.output)
+        weight_params = self._initializers()
+        input_params = self._inputs()
+        declared = self._value_info()
+        for index, node in enumerate(graph.node):
+            self._convert(index, node, declared)
+        body = self._outputs(declared)
+        attrs = {
+            "onnx.opset": self.opset,
+            "onnx.output_names": [o.name for o in graph.output],
+            "onnx.graph_name": graph.name,
+        }
+        return IRModule({"main": Function(input_params + weight_params, body, attrs=attrs)})
+
+    def _check_supported(self) -> None:
+        supported = registry.supported_op_types(self.opset)
+        bad: Counter[str] = Counter()
+        for node in self.graph.node:
+            if node.domain not in DEFAULT_DOMAINS:
+                bad[f"{node.domain}.{node.op_type}"] += 1
+            elif node.op_type not in supported:
+                bad[node.op_type] += 1
+            elif any(a.type in _SUBGRAPH_TYPES for a in node.attribute):
+                bad[f"{node.op_type} (with a subgraph)"] += 1
+        if bad:
+            listed = ", ".join(f"{name} ({n})" for name, n in sorted(bad.items()))
+            raise self.fail(
+                f"{len(bad)} unsupported ONNX op type(s) at opset {self.opset} "
+                f"({sum(bad.values())} node(s)): {listed}"
+            )
+
+    def _initializers(self) -> list[Var]:
+        """Bind every initializer; return the params made of them (weights="params")."""
+        params: list[Var] = []
+        as_params = self.options.weights == "params"
+        if len(self.graph.sparse_initializer):
+            raise self.fail("sparse initializers are not supported: "
+                            + ", ".join(repr(t.values.name)
+                                        for t in self.graph.sparse_initializer))
+        for t in self.graph.initializer:
+            where = f"initializer {t.name!r}"
+            dtype = self._dtype(t.data_type, where)
+            if as_params and dtype in _FLOAT_DTYPES:
+                v = Var(t.name, TensorType(tuple(t.dims), dtype))
+                params.append(v)
+                self._bind(t.name, v)
+                continue
+            try:
+                data = numpy_helper.to_array(t)
+            except Exception as err:  # noqa: BLE001 - onnx raises many kinds here
+                raise self.fail(f"{where}: cannot read its data: {err}") from err
+            self._bind(t.name, Constant(np.asarray(data, dtype=dtype)))
+        return params
+
+    def _dtype(self, elem_type: int, where: str) -> str:
+        try:
+            return dtype_of(elem_type, where)
+        except ValueError as err:
+            raise self.fail(str(err)) from None
+
+    def _inputs(self) -> list[Var]:
+        params: list[Var] = []
+        for i, inp in enumerate(self.graph.input):
+            if inp.name in self.env:
+                continue  # an initializer listed as an input (ONNX IR < 4): a constant
+            where = f"graph input {i} {inp.name!r}"
+            ty = self._static_type(inp.type, where, fix_dims=True)
+            v = Var(inp.name, ty)
+            params.append(v)
+            self._bind(inp.name, v)
+        return params
+
+    def _static_type(self, tp: TypeProto, where: str, fix_dims: bool) -> TensorType | None:
+        """The static tensor type of ``tp``. With ``fix_dims`` a symbolic or unknown dim is
+        fixed by the dim_values option or is an error; otherwise ``None`` is returned."""
+        if not tp.HasField("tensor_type"):
+            if not fix_dims:
+                return None
+            raise self.fail(f"{where} is not a tensor (type {tp.WhichOneof('value')}); "
+                            "irpass imports tensor inputs only")
+        tt = tp.tensor_type
+        dtype = self._dtype(tt.elem_type, where)
+        if not tt.HasField("shape"):
+            if not fix_dims:
+                return None
+            raise self.fail(f"{where} has no shape (unknown rank); irpass needs static shapes")
+        dims: list[int] = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+                continue
+            if not fix_dims:
+                return None
+            value = self.options.dim_value(d.dim_param)
+            if value is None:
+                if d.dim_param:
+                    what = f"symbolic dim {d.dim_param!r}"
+                    hint = f"e.g. '{d.dim_param}=1'; '*=1' fixes every such dim"
+                else:
+                    what = "an unknown dim"
+                    hint = "'*=1' fixes every unknown or symbolic dim"
+                raise self.fail(f"{where} has {what} at index {k}; irpass needs static shapes: "
+                                f"set the option {DIM_VALUES} ({hint})")
+            dims.append(value)
+        return TensorType(tuple(dims), dtype)
+
+    def _value_info(self) -> dict[str, TensorType]:
+        declared: dict[str, TensorType] = {}
+        for vi in self.graph.value_info:
+            try:
+                ty = self._static_type(vi.type, f"value_info {vi.name!r}", fix_dims=False)
+            except OnnxImportError:
+                continue  # a type irpass lacks: the node producing it will say so
+            if ty is not None:
+                declared[vi.name] = ty
+        return declared
+
+    def _convert(self, index: int, node: NodeProto, declared: dict[str, TensorType]) -> None:
+        ctx = NodeContext(self, index, node)
+        for i, name in enumerate(ctx.node.input):
+            if name and name not in self.env:
+                ctx.fail(f"input {i} {name!r} is not defined before the node (no graph input, "
+                         "initializer or earlier node output has that name; ONNX graphs must "
+                         "be topologically sorted)")
+        fn = registry.lookup(ctx.node.op_type, self.opset)
+        assert fn is not None  # _check_supported ran
+        try:
+            result = fn(ctx)
+        except OnnxImportError:
+            raise
+        except (IRPassError, ValueError, TypeError) as err:
+            raise OnnxImportError(f"{self.source}: {ctx.where}: {err}") from err
+        outputs = [result] if isinstance(result, Expr) else list(result)
+        names = list(ctx.node.output)
+        if len(outputs) > len(names):
+            ctx.fail(f"the converter returned {len(outputs)} outputs for {len(names)} "
+                     "output names")
+        for j in range(len(outputs), len(names)):
+            if ctx.output_used(j):
+                ctx.fail(f"output {j} {names[j]!r} is not supported by irpass "
+                         f"(only the first {len(outputs)} output(s) can be used)")
+        foldable = all(
+            isinstance(self.env[n], Constant) for n in ctx.node.input if n
+        ) and any(ctx.node.input)
+        for j, expr in enumerate(outputs):
+            if not names[j]:
+                continue
+            if names[j] in self.env:
+                ctx.fail(f"output {j} {names[j]!r} is already defined (ONNX values are assigned "
+                         "once)")
+            ty = self.type_of_expr(expr, ctx)
+            if not isinstance(ty, TensorType):
+                ctx.fail(f"output {j} {names[j]!r} has type {ty}, not a tensor type")
+            if foldable and not isinstance(expr, Constant) and ty.dtype not in _FLOAT_DTYPES:
+                expr = self._fold(expr, ty, ctx)
+            want = declared.get(names[j])
+            if want is not None and want != ty:
+                ctx.fail(f"output {j} {names[j]!r} is {ty} but the model's value_info "
+                         f"declares {want}")
+            self._bind(names[j], expr, ty)
+
+    def _fold(self, expr: Expr, ty: TensorType, ctx: NodeContext) -> Constant:
+        """The import-time value of an integer/bool expression over constants."""
+        try:
+            value = evaluate(expr)
+        except IRPassError as err:
+            ctx.fail(f"evaluating it at import failed: {err}")
+        const = Constant(np.asarray(value, dtype=ty.dtype).reshape(ty.shape))
+        self.types[const] = ty
+        return const
+
+    def _outputs(self, declared: dict[str, TensorType]) -> Expr:
+        fields: list[Expr] = []
+        for i, out in enumerate(self.graph.output):
+            expr = self.env.get(out.name)
+            if expr is None:
+                raise self.fail(f"graph output {i} {out.name!r} is not produced by any node, "
+                                "input or initializer")
+            fields.append(expr)
+            ty = self.types[expr]
+            try:
+                want = self._static_type(out.type, f"graph output {i} {out.name!r}",
+                                         fix_dims=False)
+            except OnnxImportError:
+                want = None  # an undefined or foreign element type declares nothing
+            if want is not None and want != ty:
+                raise self.fail(f"graph output {i} {out.name!r} is {ty} but the model "
+                                f"declares {want}")
+        if not fields:
+            raise self.fail("the graph has no outputs")
+        return fields[0] if len(fields) == 1 else Tuple(fields)
+
+    # -- values and types -----------------------------------------------------------------
+    def _bind(self, name: str, expr: Expr, ty: Type | None = None) -> None:
+        self.env[name] = expr
+        if ty is not None:
+            self.types.setdefault(expr, ty)
+        else:
+            self.type_of_expr(expr, None)
+
+    def value(self, name: str) -> Expr:
+        """The expression bound to ONNX value ``name``."""
+        try:
+            return self.env[name]
+        except KeyError:
+            raise self.fail(f"value {name!r} is not defined") from None
+
+    def type_of_expr(self, expr: Expr, ctx: NodeContext | None) -> Type:
+        """The type of ``expr``, inferring the nodes not typed yet (iteratively)."""
+        types = self.types
+        ty = types.get(expr)
+        if ty is not None:
+            return ty
+        stack: list[tuple[Expr, bool]] = [(expr, False)]
+        while stack:
+            e, ready = stack.pop()
+            if e in types:
+                continue
+            if not ready:
+                stack.append((e, True))
+                stack.extend((c, False) for c in _children(e) if c not in types)
+                continue
+            types[e] = self._node_type(e, ctx)
+        return types[expr]
+
+    def _node_type(self, e: Expr, ctx: NodeContext | None) -> Type:
+        types = self.types
+
+        def bad(msg: str) -> OnnxImportError:
+            if ctx is not None:
+                ctx.fail(msg)
+            return self.fail(msg)
+
+        if isinstance(e, Constant):
+            return e.type
+        if isinstance(e, Var):
+            if e.type_annotation is None:
+                raise bad(f"internal: var %{e.name_hint} has no type")
+            return e.type_annotation
+        if isinstance(e, Tuple):
+            return TupleType(tuple(types[f] for f in e.fields))
+        if isinstance(e, TupleGetItem):
+            tt = types[e.tuple_value]
+            if not isinstance(tt, TupleType) or e.index >= len(tt.fields):
+                raise bad(f"type error: field {e.index} of a value of type {tt}")
+            return tt.fields[e.index]
+        if isinstance(e, Call) and isinstance(e.op, Op):
+            arg_types = tuple(types[a] for a in e.args)
+            try:
+                out = e.op.type_rel(arg_types, e.attrs)
+            except (TypeError, ValueError) as err:
+                shown = ", ".join(str(t) for t in arg_types)
+                raise bad(f"type error in {e.op.name}({shown}): {err}") from err
+            if not isinstance(out, Type):
+                raise bad(f"internal: the type relation of {e.op.name} returned {out!r}")
+            return out
+        raise bad(f"internal: a converter built a {type(e).__name__}, which the importer does "
+                  "not type")
+
+
+def _children(e: Expr) -> Sequence[Expr]:
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Tuple):
+        return e.fields
+    if isinstance(e, TupleGetItem):
+        return (e.tuple_value,)
+    return ()
+

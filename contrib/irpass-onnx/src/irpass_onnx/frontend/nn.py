@@ -1,0 +1,512 @@
+"""Converters of the neural-network ONNX ops: convolution, pooling, dense products,
+normalization, dropout and activations.
+
+Shapes are static, so spatial padding (``auto_pad``) and the 1-D forms of convolution and
+pooling are resolved here: a 1-D op runs as its 2-D form on an expanded height axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem
+
+from .context import NodeContext
+from .registry import converter
+
+__all__: list[str] = []
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def call(op: str, *args: Expr, **attrs: Any) -> Call:
+    """A call of core op ``op`` (looked up by name: some ops are newer than their builders)."""
+    return Call(Op.get(op), list(args), attrs or None)
+
+
+def scalar(value: float, dtype: str) -> Constant:
+    """A 0-d constant of ``dtype`` (decompositions must not mix float widths)."""
+    return Constant(np.array(value, dtype=dtype))
+
+
+def _float_type(ctx: NodeContext, i: int = 0) -> TensorType:
+    ty = ctx.type_of(i)
+    if ty.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"input {i} has dtype {ty.dtype}; irpass imports {ctx.node.op_type} for float "
+                 "tensors only")
+    return ty
+
+
+def _ints(ctx: NodeContext, name: str, n: int, default: int) -> list[int]:
+    """An INTS attribute of ``n`` values per spatial axis (``default`` each if absent)."""
+    value = ctx.attr(name, None)
+    if value is None:
+        return [default] * n
+    if len(value) != n:
+        ctx.fail(f"attribute {name!r} has {len(value)} values for {n} spatial axes")
+    return list(value)
+
+
+def _spatial_pads(
+    ctx: NodeContext,
+    in_sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
+    """ONNX ``pads`` (begins then ends) with ``auto_pad`` resolved for the static sizes."""
+    n = len(in_sizes)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        pads = ctx.attr("pads", None)
+        if pads is None:
+            return [0] * (2 * n)
+        if len(pads) != 2 * n:
+            ctx.fail(f"attribute 'pads' has {len(pads)} values for {n} spatial axes "
+                     f"(expected {2 * n})")
+        if any(p < 0 for p in pads):
+            ctx.fail(f"negative pads {pads} are not supported")
+        return list(pads)
+    if auto_pad == "VALID":
+        return [0] * (2 * n)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        ctx.fail(f"auto_pad {auto_pad!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    begins, ends = [], []
+    for size, k, s, d in zip(in_sizes, kernel, strides, dilations, strict=True):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else big)
+        ends.append(big if auto_pad == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _spatial_rank(ctx: NodeContext, rank: int, what: str) -> int:
+    """The number of spatial axes of a rank-``rank`` NC... input; 1 or 2, else an error."""
+    n = rank - 2
+    if n not in (1, 2):
+        ctx.fail(f"{n}-D {what} (input of rank {rank}) is not supported; irpass has 2-D "
+                 f"{what} (1-D runs as 2-D)")
+    return n
+
+
+def _to_2d(x: Expr, n: int) -> Expr:
+    """An N, C, L tensor as N, C, 1, L (a 1-D op runs as 2-D); 2-D stays."""
+    return call("expand_dims", x, axis=2, num_newaxis=1) if n == 1 else x
+
+
+def _from_2d(y: Expr, n: int) -> Expr:
+    return call("squeeze", y, axis=[2]) if n == 1 else y
+
+
+def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
+    """Per-axis values of a 1-D or 2-D op as (height, width)."""
+    return (fill, values[0]) if n == 1 else (values[0], values[1])
+
+
+def _pad4(pads: Sequence[int], n: int) -> tuple[int, int, int, int]:
+    """ONNX pads as irpass (top, left, bottom, right)."""
+    if n == 1:
+        return (0, pads[0], 0, pads[1])
+    return (pads[0], pads[1], pads[2], pads[3])
+
+
+# -- convolution -------------------------------------------------------------------------------
+
+
+@converter("Conv", since=1)
+def _conv(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    wt = ctx.type_of(1)
+    n = _spatial_rank(ctx, len(xt.shape), "convolution")
+    if len(wt.shape) != n + 2:
+        ctx.fail(f"weight {wt} does not match a {n}-D convolution of {xt}")
+    kernel = list(wt.shape[2:])
+    if ctx.has_attr("kernel_shape") and list(ctx.attr("kernel_shape")) != kernel:
+        ctx.fail(f"kernel_shape {ctx.attr('kernel_shape')} does not match the weight {wt}")
+    strides = _ints(ctx, "strides", n, 1)
+    dilations = _ints(ctx, "dilations", n, 1)
+    groups = ctx.attr("group", 1)
+    pads = _spatial_pads(ctx, xt.shape[2:], kernel, strides, dilations)
+    y = call(
+        "nn.conv2d",
+        _to_2d(ctx.input(0), n),
+        _to_2d(ctx.input(1), n),
+        strides=_pair(strides, n, 1),
+        padding=_pad4(pads, n),
+        dilation=_pair(dilations, n, 1),
+        groups=groups,
+        channels=wt.shape[0],
+        kernel_size=_pair(kernel, n, 1),
+    )
+    b = ctx.input(2, optional=True)
+    if b is not None:
+        y = call("nn.bias_add", y, b, axis=1)
+    return _from_2d(y, n)
+
+
+@converter("ConvTranspose", since=1)
+def _conv_transpose(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    wt = ctx.type_of(1)
+    n = _spatial_rank(ctx, len(xt.shape), "transposed convolution")
+    if len(wt.shape) != n + 2:
+        ctx.fail(f"weight {wt} does not match a {n}-D transposed convolution of {xt}")
+    kernel = list(wt.shape[2:])
+    if ctx.has_attr("kernel_shape") and list(ctx.attr("kernel_shape")) != kernel:
+        ctx.fail(f"kernel_shape {ctx.attr('kernel_shape')} does not match the weight {wt}")
+    strides = _ints(ctx, "strides", n, 1)
+    dilations = _ints(ctx, "dilations", n, 1)
+    out_pad = _ints(ctx, "output_padding", n, 0)
+    groups = ctx.attr("group", 1)
+    in_sizes = xt.shape[2:]
+    # The full (unpadded) output size along each axis; pads cut it down.
+    full = [(i - 1) * s + (k - 1) * d + 1 + op
+            for i, s, k, d, op in zip(in_sizes, strides, kernel, dilations, out_pad, strict=True)]
+    output_shape = ctx.attr("output_shape", None)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        if output_shape is None:
+            target = [i * s for i, s in zip(in_sizes, strides, strict=True)]
+        else:
+            target = list(output_shape[-n:])
+        begins, ends = [], []
+        for f, t in zip(full, target, strict=True):
+            total = f - t
+            if total < 0:
+                ctx.fail(f"output_shape {target} is larger than the full output {full}; "
+                         "not supported")
+            # The odd pad goes to the end for SAME_UPPER, to the begin otherwise (as
+            # onnxruntime does).
+            if auto_pad != "SAME_UPPER":
+                begins.append(total - total // 2)
+                ends.append(total // 2)
+            else:
+                begins.append(total // 2)
+                ends.append(total - total // 2)
+        pads = begins + ends
+    elif auto_pad in ("NOTSET", "VALID"):
+        pads = _ints(ctx, "pads", 2 * n, 0) if auto_pad == "NOTSET" else [0] * (2 * n)
+    else:
+        ctx.fail(f"auto_pad {auto_pad!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    y = call(
+        "nn.conv2d_transpose",
+        _to_2d(ctx.input(0), n),
+        _to_2d(ctx.input(1), n),
+        strides=_pair(strides, n, 1),
+        padding=_pad4(pads, n),
+        output_padding=_pair(out_pad, n, 0),
+        dilation=_pair(dilations, n, 1),
+        groups=groups,
+        channels=wt.shape[1] * groups,
+        kernel_size=_pair(kernel, n, 1),
+    )
+    b = ctx.input(2, optional=True)
+    if b is not None:
+        y = call("nn.bias_add", y, b, axis=1)
+    return _from_2d(y, n)
+
+
+# -- dense products ----------------------------------------------------------------------------
+
+
+@converter("Gemm", since=1)
+def _gemm(ctx: NodeContext) -> Expr:
+    at = _float_type(ctx, 0)
+    bt = ctx.type_of(1)
+    if len(at.shape) != 2 or len(bt.shape) != 2:
+        ctx.fail(f"Gemm needs 2-D A and B, got {at} and {bt}")
+    a, b = ctx.input(0), ctx.input(1)
+    if ctx.attr("transA", 0):
+        a = call("transpose", a, axes=[1, 0])
+    if not ctx.attr("transB", 0):
+        b = call("transpose", b, axes=[1, 0])
+    y = call("nn.dense", a, b)
+    alpha = float(ctx.attr("alpha", 1.0))
+    if alpha != 1.0:
+        y = call("multiply", y, scalar(alpha, at.dtype))
+    c = ctx.input(2, optional=True)
+    if c is None:
+        return y
+    beta = float(ctx.attr("beta", 1.0))
+    if beta != 1.0:
+        c = call("multiply", c, scalar(beta, at.dtype))
+    yt = ctx.type_of_expr(y)
+    ct = ctx.type_of(2)
+    if len(ct.shape) == 1 and ct.shape[0] == yt.shape[1]:
+        return call("nn.bias_add", y, c, axis=1)
+    return call("add", y, c)
+
+
+@converter("MatMul", since=1)
+def _matmul(ctx: NodeContext) -> Expr:
+    # core matmul has numpy.matmul semantics (1-D operands, batch broadcasting), as ONNX
+    return call("matmul", ctx.input(0), ctx.input(1))
+
+
+# -- normalization -----------------------------------------------------------------------------
+
+
+@converter("BatchNormalization", since=1)
+def _batch_norm(ctx: NodeContext) -> Expr:
+    _float_type(ctx, 0)
+    if ctx.attr("training_mode", 0):
+        ctx.fail("training_mode=1 is not supported (irpass imports inference graphs)")
+    if ctx.opset < 9 and ctx.attr("spatial", 1) == 0:
+        ctx.fail("spatial=0 is not supported")
+    bn = call("nn.batch_norm", *(ctx.input(i) for i in range(5)), axis=1,
+              epsilon=float(ctx.attr("epsilon", 1e-5)))
+    return TupleGetItem(bn, 0)
+
+
+@converter("InstanceNormalization", since=1)
+def _instance_norm(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    rank = len(xt.shape)
+    if rank < 3:
+        ctx.fail(f"input {xt} must have rank >= 3 (N, C, spatial...)")
+    x = ctx.input(0)
+    axes = list(range(2, rank))
+    eps = scalar(float(ctx.attr("epsilon", 1e-5)), xt.dtype)
+    mean = call("mean", x, axis=axes, keepdims=True)
+    centered = call("subtract", x, mean)
+    var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
+    normed = call("divide", centered, call("sqrt", call("add", var, eps)))
+    scale = call("expand_dims", ctx.input(1), axis=1, num_newaxis=rank - 2)
+    bias = call("expand_dims", ctx.input(2), axis=1, num_newaxis=rank - 2)
+    return call("add", call("multiply", normed, scale), bias)
+
+
+@converter("LayerNormalization", since=17)
+def _layer_norm(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    rank = len(xt.shape)
+    axis = ctx.attr("axis", -1)
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for input {xt}")
+    axis %= rank
+    eps = float(ctx.attr("epsilon", 1e-5))
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2, optional=True)
+    st = ctx.type_of(1)
+    bt = ctx.type_of(2) if bias is not None else None
+    last = xt.shape[-1]
+    if (axis == rank - 1 and st.shape == (last,) and (bt is None or bt.shape == (last,))
+            and st.dtype == xt.dtype):
+        beta = bias if bias is not None else Constant(np.zeros((last,), dtype=xt.dtype))
+        return call("nn.layer_norm", x, scale, beta, axis=-1, epsilon=eps,
+                    center=bias is not None)
+    axes = list(range(axis, rank))
+    mean = call("mean", x, axis=axes, keepdims=True)
+    centered = call("subtract", x, mean)
+    var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
+    normed = call("divide", centered, call("sqrt", call("add", var, scalar(eps, xt.dtype))))
+    y = call("multiply", normed, scale)
+    return call("add", y, bias) if bias is not None else y
+
+
+# -- dropout -----------------------------------------------------------------------------------
+
+
+@converter("Dropout", since=1)
+def _dropout(ctx: NodeContext) -> Expr:
+    if ctx.opset >= 12:
+        ratio = ctx.const_input(1, "ratio", optional=True)
+        rate = 0.5 if ratio is None else float(ratio)
+        training = ctx.const_input(2, "training_mode", optional=True)
+        if training is not None and bool(training):
+            ctx.fail("training_mode=True is not supported (irpass imports inference graphs)")
+    else:
+        # Before opset 7, is_test=0 meant training; exporters left it unset for inference
+        # graphs too, so it is ignored: irpass has inference semantics only.
+        rate = float(ctx.attr("ratio", 0.5))
+    if ctx.output_used(1):
+        ctx.fail(f"the mask output {ctx.node.output[1]!r} is used; irpass's dropout has none")
+    return call("nn.dropout", ctx.input(0), rate=min(max(rate, 0.0), 0.999999))
+
+
+# -- pooling -----------------------------------------------------------------------------------
+
+
+def _pool(ctx: NodeContext, op: str) -> Expr:
+    xt = _float_type(ctx, 0)
+    n = _spatial_rank(ctx, len(xt.shape), "pooling")
+    kernel = ctx.attr("kernel_shape")
+    if len(kernel) != n:
+        ctx.fail(f"kernel_shape {kernel} does not match a {n}-D pooling of {xt}")
+    strides = _ints(ctx, "strides", n, 1)
+    dilations = _ints(ctx, "dilations", n, 1)
+    ceil_mode = bool(ctx.attr("ceil_mode", 0))
+    pads = _spatial_pads(ctx, xt.shape[2:], kernel, strides, dilations)
+    attrs: dict[str, Any] = dict(
+        pool_size=_pair(kernel, n, 1),
+        strides=_pair(strides, n, 1),
+        dilation=_pair(dilations, n, 1),
+        padding=_pad4(pads, n),
+        ceil_mode=ceil_mode,
+    )
+    if op == "nn.avg_pool2d":
+        attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
+    elif ctx.attr("storage_order", 0):
+        # Only the Indices output depends on it.
+        if ctx.output_used(1):
+            ctx.fail("storage_order=1 with the Indices output is not supported")
+    if ctx.output_used(1):
+        ctx.fail(f"the Indices output {ctx.node.output[1]!r} is used; irpass's max_pool2d "
+                 "has none")
+    return _from_2d(call(op, _to_2d(ctx.input(0), n), **attrs), n)
+
+
+@converter("MaxPool", since=1)
+def _max_pool(ctx: NodeContext) -> Expr:
+    return _pool(ctx, "nn.max_pool2d")
+
+
+@converter("AveragePool", since=1)
+def _avg_pool(ctx: NodeContext) -> Expr:
+    return _pool(ctx, "nn.avg_pool2d")
+
+
+@converter("GlobalAveragePool", since=1)
+def _global_avg_pool(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    if len(xt.shape) == 4:
+        return call("nn.global_avg_pool2d", ctx.input(0))
+    if len(xt.shape) < 3:
+        ctx.fail(f"input {xt} must have rank >= 3 (N, C, spatial...)")
+    return call("mean", ctx.input(0), axis=list(range(2, len(xt.shape))), keepdims=True)
+
+
+@converter("GlobalMaxPool", since=1)
+def _global_max_pool(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    if len(xt.shape) < 3:
+        ctx.fail(f"input {xt} must have rank >= 3 (N, C, spatial...)")
+    return call("max", ctx.input(0), axis=list(range(2, len(xt.shape))), keepdims=True)
+
+
+@converter("LRN", since=1)
+def _lrn(ctx: NodeContext) -> Expr:
+    _float_type(ctx, 0)
+    return call("nn.lrn", ctx.input(0), size=int(ctx.attr("size")), axis=1,
+                bias=float(ctx.attr("bias", 1.0)), alpha=float(ctx.attr("alpha", 1e-4)),
+                beta=float(ctx.attr("beta", 0.75)))
+
+
+# -- softmax -----------------------------------------------------------------------------------
+
+
+def _softmax(ctx: NodeContext, op: str) -> Expr:
+    xt = ctx.type_of(0)
+    rank = len(xt.shape)
+    x = ctx.input(0)
+    if ctx.opset >= 13:
+        axis = ctx.attr("axis", -1)
+        if not -max(rank, 1) <= axis < max(rank, 1):
+            ctx.fail(f"axis {axis} is out of range for input {xt}")
+        return call(op, x, axis=axis)
+    # Before opset 13 the input is coerced to 2-D: (prod(shape[:axis]), prod(shape[axis:])).
+    axis = ctx.attr("axis", 1)
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for input {xt}")
+    axis = axis + rank if axis < 0 else axis
+    if axis == rank - 1:
+        return call(op, x, axis=-1)
+    flat = (math.prod(xt.shape[:axis]), math.prod(xt.shape[axis:]))
+    y = call(op, call("reshape", x, newshape=list(flat)), axis=1)
+    return call("reshape", y, newshape=list(xt.shape))
+
+
+@converter("Softmax", since=1)
+def _softmax_op(ctx: NodeContext) -> Expr:
+    return _softmax(ctx, "nn.softmax")
+
+
+@converter("LogSoftmax", since=1)
+def _log_softmax_op(ctx: NodeContext) -> Expr:
+    return _softmax(ctx, "nn.log_softmax")
+
+
+# -- activations -------------------------------------------------------------------------------
+
+
+_UNARY: dict[str, str] = {"Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+
+
+@converter(*_UNARY, since=1)
+def _unary(ctx: NodeContext) -> Expr:
+    return call(_UNARY[ctx.node.op_type], ctx.input(0))
+
+
+@converter("LeakyRelu", since=1)
+def _leaky_relu(ctx: NodeContext) -> Expr:
+    return call("nn.leaky_relu", ctx.input(0), alpha=float(ctx.attr("alpha", 0.01)))
+
+
+@converter("PRelu", since=1)
+def _prelu(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    x, slope = ctx.input(0), ctx.input(1)
+    st = ctx.type_of(1)
+    rank = len(xt.shape)
+    if ctx.opset < 7 and rank > 2 and st.shape == (xt.shape[1],):
+        # PRelu-6 applies a 1-D slope per channel; opset 7 made it numpy broadcasting.
+        slope = call("expand_dims", slope, axis=1, num_newaxis=rank - 2)
+    zero = scalar(0.0, xt.dtype)
+    return call("where", call("less", x, zero), call("multiply", x, slope), x)
+
+
+def _pos_neg(x: Expr, dtype: str) -> tuple[Expr, Expr]:
+    """max(x, 0) and min(x, 0): exp of the negative part never overflows."""
+    zero = scalar(0.0, dtype)
+    return call("maximum", x, zero), call("minimum", x, zero)
+
+
+@converter("Elu", since=1)
+def _elu(ctx: NodeContext) -> Expr:
+    dtype = _float_type(ctx, 0).dtype
+    pos, neg = _pos_neg(ctx.input(0), dtype)
+    alpha = scalar(float(ctx.attr("alpha", 1.0)), dtype)
+    expm1 = call("subtract", call("exp", neg), scalar(1.0, dtype))
+    return call("add", pos, call("multiply", alpha, expm1))
+
+
+@converter("Selu", since=1)
+def _selu(ctx: NodeContext) -> Expr:
+    dtype = _float_type(ctx, 0).dtype
+    pos, neg = _pos_neg(ctx.input(0), dtype)
+    alpha = scalar(float(ctx.attr("alpha", 1.67326319217681884765625)), dtype)
+    gamma = scalar(float(ctx.attr("gamma", 1.05070102214813232421875)), dtype)
+    expm1 = call("subtract", call("exp", neg), scalar(1.0, dtype))
+    return call("multiply", gamma, call("add", pos, call("multiply", alpha, expm1)))
+
+
+@converter("Softplus", since=1)
+def _softplus(ctx: NodeContext) -> Expr:
+    # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which cannot overflow.
+    dtype = _float_type(ctx, 0).dtype
+    x = ctx.input(0)
+    pos, _ = _pos_neg(x, dtype)
+    minus_abs = call("negative", call("abs", x))
+    return call("add", pos, call("log", call("add", scalar(1.0, dtype), call("exp", minus_abs))))
+
+
+@converter("Gelu", since=20)
+def _gelu(ctx: NodeContext) -> Expr:
+    dtype = _float_type(ctx, 0).dtype
+    x = ctx.input(0)
+    approximate = ctx.attr("approximate", "none")
+    half, one = scalar(0.5, dtype), scalar(1.0, dtype)
+    if approximate == "none":
+        inner = call("erf", call("multiply", x, scalar(1 / math.sqrt(2.0), dtype)))
+    elif approximate == "tanh":
+        cube = call("multiply", call("multiply", x, x), x)
+        poly = call("add", x, call("multiply", scalar(0.044715, dtype), cube))
+        inner = call("tanh", call("multiply", scalar(math.sqrt(2.0 / math.pi), dtype), poly))
+    else:
+        ctx.fail(f"approximate={approximate!r} is not 'none' or 'tanh'")
+    return call("multiply", call("multiply", half, x), call("add", one, inner))
+

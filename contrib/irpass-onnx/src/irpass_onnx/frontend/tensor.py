@@ -1,0 +1,566 @@
+"""Converters of the ONNX tensor-manipulation ops: shapes, indexing, creation, casts, joins,
+padding, selection and clipping.
+
+irpass shapes are static, so every shape-like input (Reshape's shape, Slice's starts, Pad's
+pads, ...) must be known at import: a constant, or computed from constants (the importer folds
+integer shape arithmetic such as Shape -> Gather -> Concat before the consumer sees it). The
+converters compute result shapes themselves where ONNX and the core op disagree on conventions
+(Reshape's special values, Expand's bidirectional broadcast), so the IR carries plain static
+attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from irpass.ir import Call, Constant, Expr, Op, Tuple, TupleGetItem, const
+from irpass.op.transform import infer_reshape
+from onnx import TensorProto
+
+from ..dtypes import dtype_of
+from .context import NodeContext
+from .registry import converter
+
+__all__ = ["call", "as_const", "norm_axis", "norm_axes", "ints_of"]
+
+
+# -- helpers shared with math.py ---------------------------------------------------------------
+
+
+def call(op: str, args: Sequence[Expr], **attrs: Any) -> Call:
+    """A call of core op ``op``; looked up when converting (the op set may grow later)."""
+    return Call(Op.get(op), list(args), attrs)
+
+
+def as_const(ctx: NodeContext, value: Any) -> Constant:
+    """``value`` (an array) as a Constant; an unsupported dtype is an error naming the node."""
+    try:
+        return const(np.asarray(value))
+    except ValueError as err:
+        ctx.fail(str(err))
+
+
+def norm_axis(ctx: NodeContext, axis: int, ndim: int, what: str = "axis") -> int:
+    """``axis`` in ``[0, ndim)`` (negatives count from the end); an error naming the node."""
+    if not -ndim <= axis < ndim:
+        ctx.fail(f"{what} {axis} is out of range for a {ndim}-D input")
+    return axis + ndim if axis < 0 else axis
+
+
+def norm_axes(ctx: NodeContext, axes: Sequence[int], ndim: int, what: str = "axes") -> list[int]:
+    """Each axis normalized; a repeated axis is an error naming the node."""
+    out = [norm_axis(ctx, int(a), ndim, what) for a in axes]
+    if len(set(out)) != len(out):
+        ctx.fail(f"{what} {list(axes)} names an axis twice")
+    return out
+
+
+def ints_of(ctx: NodeContext, value: Any, what: str) -> list[int]:
+    """A known integer tensor (or list) as a list of Python ints; an error otherwise."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        ctx.fail(f"{what} must be integers, got dtype {arr.dtype.name}")
+    return [int(v) for v in arr.reshape(-1)]
+
+
+def _scalar_of(ctx: NodeContext, value: np.ndarray, what: str) -> Any:
+    arr = np.asarray(value)
+    if arr.size != 1:
+        ctx.fail(f"{what} must be a single value, got shape {arr.shape}")
+    return arr.reshape(()).item()
+
+
+def _ints_input_or_attr(ctx: NodeContext, i: int, attr: str, from_opset: int) -> list[int] | None:
+    """A list of ints that is attribute ``attr`` before ``from_opset`` and input ``i`` from it
+    (``None`` when absent)."""
+    if ctx.opset >= from_opset:
+        known = ctx.const_input(i, attr, optional=True)
+        return None if known is None else ints_of(ctx, known, attr)
+    value = ctx.attr(attr, None)
+    return None if value is None else [int(v) for v in value]
+
+
+def _strided_slice(
+    x: Expr, begin: list[int], end: list[int], strides: list[int], axes: list[int]
+) -> Call:
+    return call("strided_slice", [x], begin=begin, end=end, strides=strides, axes=axes)
+
+
+# -- shapes ------------------------------------------------------------------------------------
+
+
+def _reshape(ctx: NodeContext, shape: list[int]) -> Expr:
+    x = ctx.input(0)
+    ty = ctx.type_of(0)
+    allowzero = bool(ctx.attr("allowzero", 0)) if ctx.opset >= 14 else False
+    # Relay's -2/-3/-4 mean something else to the core op: ONNX allows only -1.
+    bad = [v for v in shape if v < -1]
+    if bad:
+        ctx.fail(f"shape {shape} has invalid value {bad[0]} (allowed: sizes >= 0 and one -1)")
+    if allowzero and 0 in shape and -1 in shape:
+        ctx.fail(f"shape {shape} has both 0 and -1 with allowzero=1")
+    try:
+        out = infer_reshape(ty.shape, shape, allowzero)
+    except ValueError as err:
+        ctx.fail(f"cannot reshape input of shape {ty.shape}: {err}")
+    if out == ty.shape:
+        return x
+    # the shape is concrete now: a 0 in it is a literal size
+    return call("reshape", [x], newshape=list(out), allowzero=0 in out)
+
+
+@converter("Reshape", since=1)
+def _reshape_1(ctx: NodeContext) -> Expr:
+    return _reshape(ctx, [int(v) for v in ctx.attr("shape")])
+
+
+@converter("Reshape", since=5)
+def _reshape_5(ctx: NodeContext) -> Expr:
+    return _reshape(ctx, ints_of(ctx, ctx.const_input(1, "shape"), "shape"))
+
+
+@converter("Flatten", since=1)
+def _flatten(ctx: NodeContext) -> Expr:
+    x = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    axis = int(ctx.attr("axis", 1))
+    rank = len(shape)
+    if not -rank <= axis <= rank:
+        ctx.fail(f"axis {axis} is out of range [{-rank}, {rank}] for a {rank}-D input")
+    if axis < 0:
+        axis += rank
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis:], dtype=np.int64))
+    if (outer, inner) == shape:
+        return x
+    return call("reshape", [x], newshape=[outer, inner])
+
+
+@converter("Transpose", since=1)
+def _transpose(ctx: NodeContext) -> Expr:
+    x = ctx.input(0)
+    rank = len(ctx.type_of(0).shape)
+    perm = ctx.attr("perm", None)
+    if perm is None:
+        perm = list(range(rank - 1, -1, -1))
+    if sorted(perm) != list(range(rank)):
+        ctx.fail(f"perm {perm} is not a permutation of the {rank} axes")
+    if perm == list(range(rank)):
+        return x
+    return call("transpose", [x], axes=list(perm))
+
+
+def _squeeze(ctx: NodeContext, axes: list[int] | None) -> Expr:
+    x = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    if axes is None or not axes:
+        drop = [i for i, d in enumerate(shape) if d == 1]
+    else:
+        drop = norm_axes(ctx, axes, len(shape))
+        for a in drop:
+            if shape[a] != 1:
+                ctx.fail(f"cannot squeeze axis {a} of size {shape[a]} (input shape {shape})")
+    if not drop:
+        return x
+    return call("squeeze", [x], axis=sorted(drop))
+
+
+@converter("Squeeze", since=1)
+def _squeeze_1(ctx: NodeContext) -> Expr:
+    return _squeeze(ctx, _ints_input_or_attr(ctx, 1, "axes", 13))
+
+
+def _unsqueeze(ctx: NodeContext, axes: list[int] | None) -> Expr:
+    x = ctx.input(0)
+    if axes is None:
+        ctx.fail("axes is required")
+    out_rank = len(ctx.type_of(0).shape) + len(axes)
+    pos = sorted(norm_axes(ctx, axes, out_rank))
+    # Inserting at the sorted output positions left to right is exact; runs of adjacent
+    # positions become one expand_dims.
+    k = 0
+    while k < len(pos):
+        run = 1
+        while k + run < len(pos) and pos[k + run] == pos[k] + run:
+            run += 1
+        x = call("expand_dims", [x], axis=pos[k], num_newaxis=run)
+        k += run
+    return x
+
+
+@converter("Unsqueeze", since=1)
+def _unsqueeze_1(ctx: NodeContext) -> Expr:
+    return _unsqueeze(ctx, _ints_input_or_attr(ctx, 1, "axes", 13))
+
+
+@converter("Shape", since=1)
+def _shape(ctx: NodeContext) -> Expr:
+    shape = ctx.type_of(0).shape
+    start, end = 0, len(shape)
+    if ctx.opset >= 15:
+        start = int(ctx.attr("start", 0))
+        end = ctx.attr("end", None)
+        end = len(shape) if end is None else int(end)
+    # irpass shapes are static: Shape is always a constant (python slicing clamps as ONNX does)
+    return const(np.array(shape[start:end], dtype=np.int64).reshape(-1))
+
+
+@converter("Size", since=1)
+def _size(ctx: NodeContext) -> Expr:
+    return const(np.array(int(np.prod(ctx.type_of(0).shape, dtype=np.int64)), dtype=np.int64))
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+
+@converter("Gather", since=1)
+def _gather(ctx: NodeContext) -> Expr:
+    data = ctx.input(0)
+    ty = ctx.type_of(0)
+    if not ty.shape:
+        ctx.fail("data must have at least one dimension")
+    axis = norm_axis(ctx, int(ctx.attr("axis", 0)), len(ty.shape))
+    idx_ty = ctx.type_of(1)
+    if idx_ty.dtype not in ("int32", "int64"):
+        ctx.fail(f"indices must be int32 or int64, got {idx_ty.dtype}")
+    known = ctx.known(1)
+    indices = ctx.input(1)
+    if known is not None:
+        dim = ty.shape[axis]
+        wide = known.astype(np.int64)
+        bad = wide[(wide < -dim) | (wide >= dim)]
+        if bad.size:
+            ctx.fail(f"index {int(bad.reshape(-1)[0])} is out of range for axis {axis} "
+                     f"of size {dim}")
+        indices = const(np.where(wide < 0, wide + dim, wide).astype(known.dtype))
+    # wrap: ONNX counts negative indices from the end ([-n, n) is valid)
+    return call("take", [data, indices], axis=axis, mode="wrap")
+
+
+def _slice(
+    ctx: NodeContext,
+    starts: list[int],
+    ends: list[int],
+    axes: list[int] | None,
+    steps: list[int] | None,
+) -> Expr:
+    x = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    n = len(starts)
+    if len(ends) != n:
+        ctx.fail(f"starts {starts} and ends {ends} differ in length")
+    axes = list(range(n)) if axes is None else axes
+    steps = [1] * n if steps is None else steps
+    if len(axes) != n or len(steps) != n:
+        ctx.fail(f"starts, ends, axes, steps must have the same length, got {n}, {n}, "
+                 f"{len(axes)}, {len(steps)}")
+    axes = norm_axes(ctx, axes, len(shape))
+    begin: list[int] = []
+    end: list[int] = []
+    trivial = True
+    for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
+        if st == 0:
+            ctx.fail(f"step of axis {a} is 0")
+        dim = shape[a]
+        # Beyond [-(dim+1), dim] every value slices like its bound (numpy == ONNX clamping);
+        # clamping keeps INT64_MAX-style sentinels out of the attributes.
+        s = min(max(s, -dim - 1), dim)
+        e = min(max(e, -dim - 1), dim)
+        begin.append(s)
+        end.append(e)
+        if range(*slice(s, e, st).indices(dim)) != range(dim):
+            trivial = False
+    if trivial:
+        return x
+    return _strided_slice(x, begin, end, list(steps), axes)
+
+
+@converter("Slice", since=1)
+def _slice_1(ctx: NodeContext) -> Expr:
+    axes = ctx.attr("axes", None)
+    return _slice(ctx, [int(v) for v in ctx.attr("starts")], [int(v) for v in ctx.attr("ends")],
+                  None if axes is None else [int(v) for v in axes], None)
+
+
+@converter("Slice", since=10)
+def _slice_10(ctx: NodeContext) -> Expr:
+    starts = ints_of(ctx, ctx.const_input(1, "starts"), "starts")
+    ends = ints_of(ctx, ctx.const_input(2, "ends"), "ends")
+    axes = ctx.const_input(3, "axes", optional=True)
+    steps = ctx.const_input(4, "steps", optional=True)
+    return _slice(ctx, starts, ends,
+                  None if axes is None else ints_of(ctx, axes, "axes"),
+                  None if steps is None else ints_of(ctx, steps, "steps"))
+
+
+# -- creation ----------------------------------------------------------------------------------
+
+
+@converter("Constant", since=1)
+def _constant(ctx: NodeContext) -> Expr:
+    given = [a.name for a in ctx.node.attribute]
+    if len(given) != 1:
+        ctx.fail(f"expected exactly one value attribute, got {given or 'none'}")
+    name = given[0]
+    value = ctx.attr(name)
+    if name == "value":
+        return as_const(ctx, value)
+    if name == "value_float":
+        return const(np.array(value, dtype=np.float32))
+    if name == "value_floats":
+        return const(np.array(value, dtype=np.float32).reshape(-1))
+    if name == "value_int":
+        return const(np.array(value, dtype=np.int64))
+    if name == "value_ints":
+        return const(np.array(value, dtype=np.int64).reshape(-1))
+    ctx.fail(f"attribute {name!r} is not supported (irpass tensors are numeric: use 'value', "
+             "'value_float(s)' or 'value_int(s)')")
+
+
+@converter("ConstantOfShape", since=9)
+def _constant_of_shape(ctx: NodeContext) -> Expr:
+    shape = ints_of(ctx, ctx.const_input(0, "shape"), "shape")
+    if any(d < 0 for d in shape):
+        ctx.fail(f"shape {shape} has a negative dimension")
+    value = ctx.attr("value", None)
+    if value is None:
+        fill = np.zeros((), dtype=np.float32)
+    else:
+        value = np.asarray(value)
+        if value.size != 1:
+            ctx.fail(f"value must hold one element, got shape {value.shape}")
+        fill = value.reshape(())
+    if ctx.options.materialize_constant_of_shape:
+        # Constant copies what it is given: a broadcast view is materialized once, np.full
+        # would be filled and then copied (weights of the light models are this op)
+        return as_const(ctx, np.broadcast_to(fill, shape))
+    return call("full", [as_const(ctx, fill)], shape=shape, dtype=fill.dtype.name)
+
+
+# -- identity and casts ------------------------------------------------------------------------
+
+
+@converter("Identity", since=1)
+def _identity(ctx: NodeContext) -> Expr:
+    return ctx.input(0)
+
+
+@converter("Cast", since=1)
+def _cast(ctx: NodeContext) -> Expr:
+    x = ctx.input(0)
+    to = ctx.attr("to")
+    if isinstance(to, str):  # opset 1: the type's name
+        try:
+            to = TensorProto.DataType.Value(to.upper())
+        except ValueError:
+            ctx.fail(f"'to' names no ONNX type: {to!r}")
+    try:
+        dtype = dtype_of(int(to), "attribute 'to'")
+    except ValueError as err:
+        ctx.fail(str(err))
+    if ctx.type_of(0).dtype == dtype:
+        return x
+    return call("cast", [x], dtype=dtype)
+
+
+# -- joins and splits --------------------------------------------------------------------------
+
+
+@converter("Concat", since=1)
+def _concat(ctx: NodeContext) -> Expr:
+    xs = [ctx.input(i) for i in range(ctx.num_inputs)]
+    if not xs:
+        ctx.fail("needs at least one input")
+    rank = len(ctx.type_of(0).shape)
+    # opset 1 defaulted axis to 1; it is required from opset 4
+    axis = norm_axis(ctx, int(ctx.attr("axis", 1) if ctx.opset < 4 else ctx.attr("axis")), rank)
+    if len(xs) == 1:
+        return xs[0]
+    return call("concatenate", [Tuple(xs)], axis=axis)
+
+
+def _split(ctx: NodeContext, sizes: list[int] | None) -> list[Expr]:
+    x = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    if not shape:
+        ctx.fail("input must have at least one dimension")
+    axis = norm_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    dim = shape[axis]
+    n = ctx.num_outputs
+    if sizes is None:
+        parts = ctx.attr("num_outputs", None) if ctx.opset >= 18 else None
+        if parts is not None:
+            if parts != n:
+                ctx.fail(f"num_outputs is {parts} but the node has {n} outputs")
+            chunk = -(-dim // n)  # the last piece is smaller when dim does not divide
+            sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+            if sizes[-1] < 1 <= dim:  # onnxruntime refuses an empty last piece too
+                ctx.fail(f"cannot split axis {axis} of size {dim} into {n} pieces of {chunk}")
+        else:
+            if dim % n:
+                ctx.fail(f"axis {axis} of size {dim} does not split into {n} equal pieces")
+            sizes = [dim // n] * n
+    if len(sizes) != n:
+        ctx.fail(f"split {sizes} has {len(sizes)} sizes but the node has {n} outputs")
+    if any(s < 0 for s in sizes) or sum(sizes) != dim:
+        ctx.fail(f"split {sizes} does not add up to the size {dim} of axis {axis}")
+    if n == 1:
+        return [x]
+    indices = np.cumsum(sizes[:-1]).tolist()
+    parts_expr = call("split", [x], indices_or_sections=[int(v) for v in indices], axis=axis)
+    return [TupleGetItem(parts_expr, k) for k in range(n)]
+
+
+@converter("Split", since=1)
+def _split_1(ctx: NodeContext) -> list[Expr]:
+    if ctx.opset >= 13:
+        known = ctx.const_input(1, "split", optional=True)
+        sizes = None if known is None else ints_of(ctx, known, "split")
+    else:
+        sizes = ctx.attr("split", None)
+        if sizes is None and ctx.opset < 2 and ctx.has_input(1):  # opset 1: input or attr
+            sizes = ints_of(ctx, ctx.const_input(1, "split"), "split")
+    return _split(ctx, None if sizes is None else [int(v) for v in sizes])
+
+
+# -- broadcasting and tiling -------------------------------------------------------------------
+
+
+@converter("Expand", since=8)
+def _expand(ctx: NodeContext) -> Expr:
+    x = ctx.input(0)
+    ishape = ctx.type_of(0).shape
+    target = ints_of(ctx, ctx.const_input(1, "shape"), "shape")
+    rank = max(len(ishape), len(target))
+    a = (1,) * (rank - len(ishape)) + tuple(ishape)
+    b = (1,) * (rank - len(target)) + tuple(target)
+    out = []
+    for k, (da, db) in enumerate(zip(a, b, strict=True)):
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            ctx.fail(f"input shape {tuple(ishape)} does not broadcast with shape "
+                     f"{tuple(target)} (dimension {k}: {da} vs {db})")
+    if tuple(out) == tuple(ishape):
+        return x
+    return call("broadcast_to", [x], shape=out)
+
+
+@converter("Tile", since=6)
+def _tile(ctx: NodeContext) -> Expr:
+    x = ctx.input(0)
+    rank = len(ctx.type_of(0).shape)
+    reps = ints_of(ctx, ctx.const_input(1, "repeats"), "repeats")
+    if len(reps) != rank:
+        ctx.fail(f"repeats {reps} must have one value per axis of the {rank}-D input")
+    if any(r < 0 for r in reps):
+        ctx.fail(f"repeats {reps} must be >= 0")
+    if all(r == 1 for r in reps):
+        return x
+    return call("tile", [x], reps=reps)
+
+
+# -- padding -----------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "reflect", "edge")
+
+
+def _pad(ctx: NodeContext, pads: list[int], value: float, axes: list[int] | None) -> Expr:
+    x = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    rank = len(shape)
+    mode = ctx.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        ctx.fail(f"mode {mode!r} is not supported (supported: {', '.join(_PAD_MODES)})")
+    axes = list(range(rank)) if axes is None else norm_axes(ctx, axes, rank)
+    if len(pads) != 2 * len(axes):
+        ctx.fail(f"pads {pads} must have 2 values per padded axis ({2 * len(axes)})")
+    width = [[0, 0] for _ in range(rank)]
+    for k, a in enumerate(axes):
+        width[a] = [pads[k], pads[k + len(axes)]]
+    if all(b == 0 and e == 0 for b, e in width):
+        return x
+    # negative pads crop: pad the positive parts, then slice the negative ones off
+    grow = [[max(b, 0), max(e, 0)] for b, e in width]
+    out: Expr = x
+    if any(b or e for b, e in grow):
+        out = call("nn.pad", [x], pad_width=grow, pad_value=value, pad_mode=mode)
+    crop = [a for a, (b, e) in enumerate(width) if b < 0 or e < 0]
+    if crop:
+        padded = [d + b + e for d, (b, e) in zip(shape, grow, strict=True)]
+        begin = [max(-width[a][0], 0) for a in crop]
+        end = [padded[a] - max(-width[a][1], 0) for a in crop]
+        if any(e < b for b, e in zip(begin, end, strict=True)):
+            ctx.fail(f"pads {pads} crop more than the input shape {tuple(shape)} holds")
+        out = _strided_slice(out, begin, end, [1] * len(crop), crop)
+    return out
+
+
+@converter("Pad", since=1)
+def _pad_1(ctx: NodeContext) -> Expr:
+    pads = ctx.attr("paddings") if ctx.opset < 2 else ctx.attr("pads")
+    return _pad(ctx, [int(v) for v in pads], float(ctx.attr("value", 0.0)), None)
+
+
+@converter("Pad", since=11)
+def _pad_11(ctx: NodeContext) -> Expr:
+    pads = ints_of(ctx, ctx.const_input(1, "pads"), "pads")
+    known = ctx.const_input(2, "constant_value", optional=True)
+    value = 0.0 if known is None else _scalar_of(ctx, known, "constant_value")
+    axes = ctx.const_input(3, "axes", optional=True) if ctx.opset >= 18 else None
+    return _pad(ctx, pads, value, None if axes is None else ints_of(ctx, axes, "axes"))
+
+
+# -- selection and clipping --------------------------------------------------------------------
+
+
+@converter("Where", since=9)
+def _where(ctx: NodeContext) -> Expr:
+    return call("where", [ctx.input(0), ctx.input(1), ctx.input(2)])
+
+
+def _clip(ctx: NodeContext, x: Expr, lo: Any, hi: Any) -> Expr:
+    """``x`` clipped to ``lo``/``hi``: each a number, an Expr, or None (unbounded)."""
+    if lo is None and hi is None:
+        return x
+    numbers = all(v is None or not isinstance(v, Expr) for v in (lo, hi))
+    if numbers:
+        a_min = -np.inf if lo is None else float(lo)
+        a_max = np.inf if hi is None else float(hi)
+        dtype = ctx.type_of(0).dtype
+        exact = np.dtype(dtype).kind == "f" or all(
+            v is None or float(v) == v for v in (lo, hi))
+        # clip refuses min > max; ONNX then gives max everywhere, as minimum(maximum()) does
+        if a_min <= a_max and exact:
+            return call("clip", [x], a_min=a_min, a_max=a_max)
+        lo = None if lo is None else const(np.array(lo, dtype=dtype))
+        hi = None if hi is None else const(np.array(hi, dtype=dtype))
+    if lo is not None:
+        x = call("maximum", [x, lo])
+    if hi is not None:
+        x = call("minimum", [x, hi])
+    return x
+
+
+@converter("Clip", since=1)
+def _clip_1(ctx: NodeContext) -> Expr:
+    return _clip(ctx, ctx.input(0), ctx.attr("min", None), ctx.attr("max", None))
+
+
+@converter("Clip", since=11)
+def _clip_11(ctx: NodeContext) -> Expr:
+    bounds: list[Any] = []
+    for i, name in ((1, "min"), (2, "max")):
+        if not ctx.has_input(i):
+            bounds.append(None)
+            continue
+        known = ctx.known(i)
+        if known is None:
+            bounds.append(ctx.input(i))
+        else:
+            bounds.append(_scalar_of(ctx, known, name))
+    return _clip(ctx, ctx.input(0), bounds[0], bounds[1])

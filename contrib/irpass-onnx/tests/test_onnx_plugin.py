@@ -1,0 +1,125 @@
+"""The pack as users meet it: the ``onnx`` plugin in ``irpass plugins``, ``-p no:onnx``,
+``irpass optimize model.onnx -O3 -o out.onnx`` end to end, and the ``[config.onnx]`` options of
+a config file. The command runs in a subprocess, as users run it (the installed entry point,
+a fresh plugin set); SqueezeNet is the light model used, being the smallest.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import irpass
+import onnx
+import pytest
+from irpass.settings import load_settings
+from irpass_onnx import load_weights
+from irpass_onnx.testing import (
+    assert_outputs_close,
+    evaluate_irpass,
+    graph_inputs,
+    light_model,
+    run_onnxruntime,
+)
+
+SQUEEZENET = light_model("squeezenet")
+
+
+def _irpass(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``irpass ARGS`` in ``cwd``, with no plugin or config settings from the environment."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG")}
+    return subprocess.run([sys.executable, "-m", "irpass", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_pack_is_installed_with_its_entry_point():
+    # the command-line tests below need the installed entry point, as users have it
+    dist = importlib.metadata.distribution("irpass-onnx")
+    points = [ep for ep in dist.entry_points if ep.group == "irpass"]
+    assert [(ep.name, ep.value) for ep in points] == [("onnx", "irpass_onnx.plugin")]
+
+
+def test_irpass_plugins_lists_the_onnx_plugin_and_its_format(tmp_path):
+    proc = _irpass("plugins", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("onnx "))
+    assert "loaded" in line and "irpass-onnx" in line and "1 format" in line, line
+    assert "4 config options" in line, line
+
+
+def test_blocking_the_plugin_removes_the_onnx_format(tmp_path):
+    listed = _irpass("-p", "no:onnx", "plugins", cwd=tmp_path)
+    line = next(ln for ln in listed.stdout.splitlines() if ln.startswith("onnx "))
+    assert "blocked" in line, line
+    proc = _irpass("-p", "no:onnx", "optimize", str(SQUEEZENET.path), "-O3", "-o", "out.onnx",
+                   cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "no file format for suffix '.onnx'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_irpass_optimize_an_onnx_file_end_to_end(tmp_path):
+    proc = _irpass("optimize", str(SQUEEZENET.path), "-O3", "--check", "-o", "out.onnx",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "ok" in proc.stderr  # the --check line
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    onnx.checker.check_model(out, full_check=True)
+    original = SQUEEZENET.load()
+    assert len(out.graph.node) < len(original.graph.node)
+    assert [vi.name for vi in graph_inputs(out)] == [vi.name for vi in graph_inputs(original)]
+    assert [o.name for o in out.graph.output] == [o.name for o in original.graph.output]
+    assert_outputs_close(run_onnxruntime(out, SQUEEZENET.inputs(original)),
+                         SQUEEZENET.reference_outputs(), rtol=SQUEEZENET.rtol,
+                         atol=SQUEEZENET.atol, what="irpass optimize -O3 output, onnxruntime")
+
+
+def test_config_file_weights_params_makes_the_weights_parameters(tmp_path):
+    (tmp_path / "irpass.toml").write_text('[config.onnx]\nweights = "params"\n')
+    settings = load_settings(cwd=tmp_path, environ={})
+    assert settings.validate() == []
+    path = str(SQUEEZENET.path)
+    default = irpass.load(path)
+    with settings.pass_context():
+        mod = irpass.load(path)
+    inputs = [vi.name for vi in graph_inputs(SQUEEZENET.load())]
+    assert [p.name_hint for p in default["main"].params] == inputs
+    names = [p.name_hint for p in mod["main"].params]
+    assert names[:len(inputs)] == inputs and len(names) > len(inputs)
+    weights = load_weights(path)
+    assert set(names[len(inputs):]) == set(weights)
+    assert_outputs_close(evaluate_irpass(mod, SQUEEZENET.inputs(), weights),
+                         SQUEEZENET.reference_outputs(), rtol=SQUEEZENET.rtol,
+                         atol=SQUEEZENET.atol, what="weights='params'")
+
+
+def _constant_of_shape_bytes(model: onnx.ModelProto) -> int:
+    """Bytes of the float32 tensors the model's ConstantOfShape nodes build."""
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    return 4 * sum(int(inits[n.input[0]].prod()) for n in model.graph.node
+                   if n.op_type == "ConstantOfShape" and n.input[0] in inits)
+
+
+@pytest.mark.parametrize("materialize", [True, False], ids=["materialize", "keep"])
+def test_config_file_materialize_option_reaches_the_command(tmp_path, materialize):
+    # materialized, the 0.02-filled weights are constants in the output (megabytes);
+    # kept, the output builds them with ConstantOfShape-like nodes again (kilobytes)
+    value = "true" if materialize else "false"
+    (tmp_path / "irpass.toml").write_text(
+        f"[config.onnx]\nmaterialize_constant_of_shape = {value}\n")
+    proc = _irpass("optimize", str(SQUEEZENET.path), "-O3", "-o", "out.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    size = (tmp_path / "out.onnx").stat().st_size
+    weights = _constant_of_shape_bytes(SQUEEZENET.load())
+    if materialize:
+        assert size > weights
+    else:
+        assert size < weights / 20
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    assert_outputs_close(run_onnxruntime(out, SQUEEZENET.inputs()),
+                         SQUEEZENET.reference_outputs(), rtol=SQUEEZENET.rtol,
+                         atol=SQUEEZENET.atol, what=f"materialize={value}, onnxruntime")
