@@ -6,29 +6,18 @@ from __future__ import annotations
 
 import irpass
 import numpy as np
+import onnx
 import pytest
 from irpass import op
 from irpass.ir import Function, IRModule, Op, list_ops, var
 from irpass.testing import random_inputs
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-from irpass_onnx import OnnxExportError  # noqa: E402
-from irpass_onnx.export import supported_ops, to_onnx  # noqa: E402
+from irpass_onnx import OnnxExportError
+from irpass_onnx.export import supported_ops, to_onnx
+from irpass_onnx.testing import run_onnxruntime as run_ort
 
 RTOL, ATOL = 1e-5, 1e-6
 OPSETS = (9, 13, 17)
 rng = np.random.default_rng(0)
-
-
-def run_ort(model, inputs: dict) -> list[np.ndarray]:
-    """Outputs of ``model`` in onnxruntime with graph optimizations disabled."""
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, inputs)
 
 
 def check_export(mod: IRModule, opset: int = 17, inputs: dict | None = None,

@@ -8,6 +8,7 @@ from collections import Counter
 
 import irpass
 import numpy as np
+import onnx
 import pytest
 from irpass import op, transform
 from irpass.ir import (
@@ -25,23 +26,11 @@ from irpass.ir import (
 from irpass.ir.op import OpPattern, unregister_op
 from irpass.ir.types import TensorType
 from irpass.testing import models, random_inputs
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-from irpass_onnx import OnnxExportError  # noqa: E402
-from irpass_onnx.export import save_onnx, to_onnx  # noqa: E402
+from irpass_onnx import OnnxExportError
+from irpass_onnx.export import save_onnx, to_onnx
+from irpass_onnx.testing import run_onnxruntime as run_ort
 
 rng = np.random.default_rng(0)
-
-
-def run_ort(model, inputs: dict) -> list[np.ndarray]:
-    """Outputs of ``model`` in onnxruntime with graph optimizations disabled."""
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, inputs)
 
 
 def check_export(mod: IRModule, opset: int = 17, rtol: float = 1e-5, atol: float = 1e-6):

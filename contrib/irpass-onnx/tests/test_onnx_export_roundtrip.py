@@ -7,15 +7,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import onnx
 import pytest
-
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-
-from irpass.transform import PassContext, default_pipeline  # noqa: E402
-from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx  # noqa: E402
-from irpass_onnx.testing import pytorch_models, run_onnxruntime  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from irpass.transform import PassContext, default_pipeline
+from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx
+from irpass_onnx.testing import pytorch_models, run_onnxruntime
+from onnx import TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
 rng = np.random.default_rng(0)

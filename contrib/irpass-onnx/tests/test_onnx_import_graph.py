@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import irpass
 import numpy as np
+import onnx
 import pytest
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-import irpass  # noqa: E402
-from irpass.ir import Call, Constant, Op, Tuple, Var  # noqa: E402
-from irpass.transform import PassContext  # noqa: E402
-from irpass_onnx import OnnxImportError, from_onnx, load_onnx, load_weights  # noqa: E402
-from irpass_onnx.frontend import registry  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from irpass.ir import Call, Constant, Op, Tuple, Var
+from irpass.transform import PassContext
+from irpass_onnx import OnnxImportError, from_onnx, load_onnx, load_weights
+from irpass_onnx.frontend import registry
+from irpass_onnx.testing import run_onnxruntime as run_ort
+from onnx import TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
 
@@ -48,14 +46,6 @@ def model_of(
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = ir_version or helper.find_min_ir_version_for(opsets)
     return model
-
-
-def run_ort(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(feeds))
 
 
 def ops_in(mod: irpass.IRModule) -> list[str]:

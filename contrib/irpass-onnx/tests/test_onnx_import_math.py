@@ -12,10 +12,9 @@ import onnx
 import pytest
 from irpass.ir import Call, Constant, post_order_visit
 from irpass_onnx import OnnxImportError, from_onnx
+from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto as TP
 from onnx import helper
-
-ort = pytest.importorskip("onnxruntime")
 
 F32 = TP.FLOAT
 I64 = TP.INT64
@@ -44,14 +43,6 @@ def make_model(nodes, inputs, outputs, opset, inits=None):
     except ValueError:  # onnx's table misses some old opsets
         ir_version = 3
     return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
-
-
-def run_ort(model, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, feeds)
 
 
 def check(model, feeds, ref=None, **options):

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import irpass
 import numpy as np
+import onnx
 import pytest
-
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-
-import irpass  # noqa: E402
-from irpass.ir import Call, Op, TupleGetItem  # noqa: E402
-from irpass_onnx import OnnxImportError, from_onnx  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from irpass.ir import Call, Op, TupleGetItem
+from irpass_onnx import OnnxImportError, from_onnx
+from irpass_onnx.testing import run_onnxruntime as run_ort
+from onnx import TensorProto, helper, numpy_helper
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -49,14 +47,6 @@ def make_model(
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = helper.find_min_ir_version_for(opsets)
     return model
-
-
-def run_ort(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(feeds))
 
 
 def check(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], rtol: float = RTOL,
