@@ -513,3 +513,21 @@ def test_owned_storage_entries_of_dead_arrays_are_swept():
     gc.collect()
     nodes._sweep_owned()  # (runs on its own each time the table has doubled)
     assert all(ref() is not None for ref in nodes._OWNED_STORAGE.values())
+
+
+def test_constant_keeps_a_repeated_value_as_a_broadcast_of_its_own_copy():
+    fill = np.array(0.5, dtype=np.float32)
+    c = Constant(np.broadcast_to(fill, (1000, 1000)))
+    assert c.data.shape == (1000, 1000) and (c.data == 0.5).all()
+    assert c.data.strides == (0, 0)  # one element stored, not a million
+    assert not np.shares_memory(c.data, fill)
+    fill[...] = 7.0  # the caller's scalar is not the constant's
+    assert (c.data == 0.5).all()
+    with pytest.raises(ValueError):
+        c.data.setflags(write=True)
+    # a constant rebuilt from it stays one element, a big-endian source comes out native
+    assert Constant(c.data).data.strides == (0, 0)
+    swapped = Constant(np.broadcast_to(np.array(3, ">i4"), (2, 2)))
+    assert swapped.data.dtype == np.dtype("int32") and (swapped.data == 3).all()
+    # a single element or an ordinary array is copied as before
+    assert Constant(np.broadcast_to(fill, (1,))).data.strides == (4,)

@@ -154,7 +154,10 @@ class Constant(Expr):
     The node keeps a private copy of the array it is given (its owner can no
     longer change the constant), exposed as a read-only view, which numpy will
     not make writable again. Building a constant from another constant's
-    ``data`` shares the storage instead of copying.
+    ``data`` shares the storage instead of copying. An array whose strides are
+    all zero -- one value repeated, as ``np.broadcast_to(value, shape)`` makes
+    -- stays that way: the node copies the one element and broadcasts it, so a
+    filled weight costs no memory until something computes with it.
     """
 
     __slots__ = ("data",)
@@ -175,10 +178,13 @@ class Constant(Expr):
         if base is None or not _is_owned(base) or not data.flags.c_contiguous:
             # Byte order is storage, not value: keep one (native) representation.
             dtype = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
-            storage = np.array(data, dtype=dtype, copy=True, order="C")
+            repeated = data.size > 1 and not any(data.strides)
+            storage = np.array(data.flat[0] if repeated else data, dtype=dtype, copy=True,
+                               order="C")
             storage.setflags(write=False)
             _own_storage(storage)
-            data = storage.view()
+            # a broadcast view is read-only for good, like the plain view
+            data = np.broadcast_to(storage, data.shape) if repeated else storage.view()
         _set(self, "_checked_type", None)
         _set(self, "data", data)
 

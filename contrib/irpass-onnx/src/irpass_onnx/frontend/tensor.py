@@ -333,8 +333,8 @@ def _constant_of_shape(ctx: NodeContext) -> Expr:
             ctx.fail(f"value must hold one element, got shape {value.shape}")
         fill = value.reshape(())
     if ctx.options.materialize_constant_of_shape:
-        # Constant copies what it is given: a broadcast view is materialized once, np.full
-        # would be filled and then copied (weights of the light models are this op)
+        # a Constant keeps a broadcast scalar as one element: the light models' weights
+        # (all this op) cost no memory until a pass or the exporter computes with them
         return as_const(ctx, np.broadcast_to(fill, shape))
     return call("full", [as_const(ctx, fill)], shape=shape, dtype=fill.dtype.name)
 
