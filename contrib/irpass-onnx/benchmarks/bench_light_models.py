@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import onnx
-from irpass.transform import PassContext, default_pipeline
 from irpass_onnx import from_onnx, load_onnx, to_onnx
 from irpass_onnx.testing import (
     ONNXSIM_NODE_COUNTS,
@@ -38,6 +37,7 @@ from irpass_onnx.testing import (
     max_abs_error,
     max_error_ratio,
     onnx_node_count,
+    optimize_o3,
     randomize_weights,
     run_onnxruntime,
 )
@@ -78,15 +78,10 @@ def _import_and_optimize(
     mod = optimized = None
     for _ in range(max(repeat, 1)):
         mod, import_s = _timed(lambda: load_onnx(path))
-        optimized, optimize_s = _timed(lambda: _optimize(mod))  # noqa: B023 - called at once
+        optimized, optimize_s = _timed(lambda: optimize_o3(mod))  # noqa: B023 - called at once
         imports.append(import_s)
         optimizes.append(optimize_s)
     return mod, optimized, (imports[0], min(imports)), (optimizes[0], min(optimizes))
-
-
-def _optimize(mod: Any) -> Any:
-    with PassContext(opt_level=3):
-        return default_pipeline(3)(mod)
 
 
 def measure(case: RealModel, repeat: int, random: bool, seed: int) -> Row:
@@ -111,7 +106,7 @@ def measure(case: RealModel, repeat: int, random: bool, seed: int) -> Row:
         rmodel = randomize_weights(model, seed, calibrate=inputs)
         expected = run_onnxruntime(rmodel, inputs)
         rmod = from_onnx(rmodel)
-        ropt = _optimize(rmod)
+        ropt = optimize_o3(rmod)
         outs = [evaluate_irpass(rmod, inputs), evaluate_irpass(ropt, inputs),
                 run_onnxruntime(to_onnx(ropt), inputs)]
         row.rand_err = max(max_abs_error(o, expected) for o in outs)

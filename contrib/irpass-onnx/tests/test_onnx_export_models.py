@@ -28,6 +28,7 @@ from irpass.ir.types import TensorType
 from irpass.testing import models, random_inputs
 from irpass_onnx import OnnxExportError
 from irpass_onnx.export import save_onnx, to_onnx
+from irpass_onnx.testing import optimize_o3
 from irpass_onnx.testing import run_onnxruntime as run_ort
 
 rng = np.random.default_rng(0)
@@ -66,11 +67,6 @@ def weights(*shape, low=None):
     return irpass.const(np.abs(data) + low if low is not None else data)
 
 
-def optimized(mod: IRModule) -> IRModule:
-    with transform.PassContext(opt_level=3):
-        return transform.default_pipeline(3)(mod)
-
-
 # -- example networks ------------------------------------------------------------------------
 
 
@@ -80,14 +76,14 @@ def optimized(mod: IRModule) -> IRModule:
 def test_example_network_exports_and_matches(name: str, level: str, opset: int) -> None:
     mod = models.MODELS[name]()
     if level == "O3":
-        mod = optimized(mod)
+        mod = optimize_o3(mod)
     model = check_export(mod, opset=opset, rtol=1e-4, atol=1e-5)
     assert model.ir_version == onnx.helper.find_min_ir_version_for(
         [onnx.helper.make_opsetid("", opset)])
 
 
 def test_resnet_after_o3_every_shift_lands_in_a_conv() -> None:
-    mod = optimized(models.resnet())
+    mod = optimize_o3(models.resnet())
     model = check_export(mod, rtol=1e-4, atol=1e-5)
     counts = Counter(op_types(model))
     inits = {i.name for i in model.graph.initializer}
@@ -227,7 +223,7 @@ def Call_(callee, args):  # noqa: N802 - a Call of a function
 
 
 def test_anf_let_bound_functions_and_tuples_are_inlined() -> None:
-    mod = optimized(models.mlp())
+    mod = optimize_o3(models.mlp())
     anf = transform.ToANormalForm()(mod)
     assert isinstance(anf["main"].body, Let)
     check_export(anf)
@@ -377,7 +373,7 @@ def test_save_onnx_writes_a_loadable_file(tmp_path) -> None:
 
 
 def test_the_module_is_not_changed() -> None:
-    mod = optimized(models.resnet())
+    mod = optimize_o3(models.resnet())
     text, digest = str(mod), structural_hash(mod)
     functions = dict(mod.functions)
     to_onnx(mod, opset=9)

@@ -9,9 +9,8 @@ import re
 import numpy as np
 import onnx
 import pytest
-from irpass.transform import PassContext, default_pipeline
 from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx
-from irpass_onnx.testing import pytorch_models, run_onnxruntime
+from irpass_onnx.testing import optimize_o3, pytorch_models, run_onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
@@ -68,8 +67,7 @@ def roundtrip(model: onnx.ModelProto, opset: int | None = None, optimize: bool =
     original in onnxruntime (or with ``expected``)."""
     mod = from_onnx(model)
     if optimize:
-        with PassContext(opt_level=3):
-            mod = default_pipeline(3)(mod)
+        mod = optimize_o3(mod)
     out = to_onnx(mod, opset=opset if opset is not None else needed_opset(mod))
     onnx.checker.check_model(out, full_check=True)
     feeds = feeds_of(model) if feeds is None else feeds

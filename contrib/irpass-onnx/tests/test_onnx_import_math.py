@@ -8,41 +8,20 @@ import math
 
 import irpass
 import numpy as np
-import onnx
 import pytest
 from irpass.ir import Call, Constant, post_order_visit
 from irpass_onnx import OnnxImportError, from_onnx
 from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto as TP
 from onnx import helper
+from onnx_cases import elem_type, make_model
 
 F32 = TP.FLOAT
 I64 = TP.INT64
 BOOL = TP.BOOL
 
 
-# -- helpers (the same as test_onnx_import_tensor's; test modules do not import each other) ----
-
-
-def _elem(arr: np.ndarray) -> int:
-    return helper.np_dtype_to_tensor_dtype(arr.dtype)
-
-
-def make_model(nodes, inputs, outputs, opset, inits=None):
-    """A model of ``nodes``; ``inputs``/``inits`` map names to arrays, ``outputs`` names to
-    ONNX element types (shapes left to inference)."""
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, _elem(a), a.shape) for n, a in inputs.items()],
-        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
-        [onnx.numpy_helper.from_array(np.asarray(a), n) for n, a in (inits or {}).items()],
-    )
-    opsets = [helper.make_opsetid("", opset)]
-    try:
-        ir_version = helper.find_min_ir_version_for(opsets)
-    except ValueError:  # onnx's table misses some old opsets
-        ir_version = 3
-    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+# -- helpers -----------------------------------------------------------------------------------
 
 
 def check(model, feeds, ref=None, **options):
@@ -105,7 +84,7 @@ def test_arith_int(op, dtype):
     a = rng.integers(-20, 20, (3, 4)).astype(dtype)
     b = rng.integers(1, 7, (4,)).astype(dtype) * np.array([1, -1, 1, -1], dtype)
     # integer Div truncates toward zero in onnxruntime: -7 / 2 == -3
-    check(binary_model(op, a, b, 13, out=_elem(a)), {"a": a, "b": b})
+    check(binary_model(op, a, b, 13, out=elem_type(a)), {"a": a, "b": b})
 
 
 def test_int_div_truncates():
@@ -169,7 +148,7 @@ def test_pow_float(opset):
     (np.array([[1, 2, 3, 4]], np.int64), np.array([3, 2, 1, 0], np.int64)),
 ])
 def test_pow_mixed_types(a, b):
-    check(binary_model("Pow", a, b, 13, out=_elem(a)), {"a": a, "b": b})
+    check(binary_model("Pow", a, b, 13, out=elem_type(a)), {"a": a, "b": b})
 
 
 # -- variadic ----------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 import irpass
 import numpy as np
 import onnx
+import onnx_cases
 import pytest
 from irpass.ir import Call, Op, TupleGetItem
 from irpass_onnx import OnnxImportError, from_onnx
 from irpass_onnx.testing import run_onnxruntime as run_ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -35,18 +36,7 @@ def make_model(
 ) -> onnx.ModelProto:
     """A model of ``nodes``; inputs typed from the given arrays, outputs ``out_type`` of any
     shape."""
-    graph = helper.make_graph(
-        list(nodes),
-        "test",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-         for n, a in inputs.items()],
-        [helper.make_tensor_value_info(n, out_type, None) for n in outputs],
-        [numpy_helper.from_array(a, n) for n, a in (inits or {}).items()],
-    )
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets)
-    model.ir_version = helper.find_min_ir_version_for(opsets)
-    return model
+    return onnx_cases.make_model(nodes, inputs, dict.fromkeys(outputs, out_type), opset, inits)
 
 
 def check(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], rtol: float = RTOL,

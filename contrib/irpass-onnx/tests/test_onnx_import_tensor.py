@@ -12,33 +12,13 @@ from irpass_onnx import OnnxImportError, from_onnx
 from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto as TP
 from onnx import helper
+from onnx_cases import elem_type, make_model
 
 F32 = TP.FLOAT
 I64 = TP.INT64
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def _elem(arr: np.ndarray) -> int:
-    return helper.np_dtype_to_tensor_dtype(arr.dtype)
-
-
-def make_model(nodes, inputs, outputs, opset, inits=None):
-    """A model of ``nodes``; ``inputs``/``inits`` map names to arrays, ``outputs`` names to
-    ONNX element types (shapes left to inference)."""
-    graph = helper.make_graph(
-        nodes, "test",
-        [helper.make_tensor_value_info(n, _elem(a), a.shape) for n, a in inputs.items()],
-        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
-        [onnx.numpy_helper.from_array(np.asarray(a), n) for n, a in (inits or {}).items()],
-    )
-    opsets = [helper.make_opsetid("", opset)]
-    try:
-        ir_version = helper.find_min_ir_version_for(opsets)
-    except ValueError:  # onnx's table misses some old opsets
-        ir_version = 3
-    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
 
 
 def run_irpass(model, feeds, **options):
@@ -359,7 +339,7 @@ def test_constant(attr, value, dtype):
         want = onnx.numpy_helper.to_array(value)
     else:
         want = np.array(value, dtype)
-    model = make_model([node], {"x": x}, {"y": _elem(want)}, 13)
+    model = make_model([node], {"x": x}, {"y": elem_type(want)}, 13)
     mod = check(model, {"x": x})
     assert isinstance(mod["main"].body, Constant)
 
@@ -381,7 +361,7 @@ def test_constant_string_rejected():
 def test_constant_of_shape(materialize, value, shape):
     attrs = {} if value is None else {"value": onnx.numpy_helper.from_array(value)}
     node = helper.make_node("ConstantOfShape", ["s"], ["y"], **attrs)
-    out = F32 if value is None else _elem(value)
+    out = F32 if value is None else elem_type(value)
     x = rand(2)
     model = make_model([node], {"x": x}, {"y": out}, 13, {"s": np.array(shape, np.int64)})
     mod = check(model, {"x": x}, materialize_constant_of_shape=materialize)
@@ -604,7 +584,7 @@ def test_clip_runtime_bounds():
 def test_clip_int(dtype):
     x = (rand(3, 4) * 10).astype(dtype)
     inits = {"lo": np.array(-3, dtype), "hi": np.array(4, dtype)}
-    check(unary_model("Clip", x, 13, out=_elem(x), extra_inputs=["lo", "hi"], inits=inits),
+    check(unary_model("Clip", x, 13, out=elem_type(x), extra_inputs=["lo", "hi"], inits=inits),
           {"x": x})
 
 

@@ -16,24 +16,23 @@ from __future__ import annotations
 
 from collections import Counter
 
-import irpass
 import numpy as np
 import onnx
 import pytest
 from irpass.ir import Call, Constant, Function, IRModule, Op, post_order_visit
-from irpass.transform import PassContext, default_pipeline
 from irpass_onnx import from_onnx, to_onnx
 from irpass_onnx.testing import (
     ONNXSIM_NODE_COUNTS,
     RANDOM_ATOL,
     RANDOM_RTOL,
-    RealModel,
+    ModelRun,
     assert_outputs_close,
     cached_step,
     evaluate_irpass,
     graph_inputs,
     light_models,
     onnx_node_count,
+    optimize_o3,
     randomize_weights,
     run_onnxruntime,
 )
@@ -47,43 +46,13 @@ def test_the_installed_onnx_ships_the_light_models():
     assert len(MODELS) == 9, [m.name for m in MODELS]
 
 
-def _optimize(mod: IRModule) -> IRModule:
-    """The default pipeline at -O3, as ``irpass optimize -O3`` runs it."""
-    with PassContext(opt_level=3):
-        return default_pipeline(3)(mod)
-
-
-class LightRun:
+class LightRun(ModelRun):
     """The steps of one light model, each run on first use and then shared."""
-
-    def __init__(self, case: RealModel) -> None:
-        self.case = case
 
     # -- the model as shipped, against its reference output --
     @cached_step
-    def model(self) -> onnx.ModelProto:
-        return self.case.load()
-
-    @cached_step
-    def inputs(self) -> dict[str, np.ndarray]:
-        return self.case.inputs(self.model)
-
-    @cached_step
-    def reference(self) -> list[np.ndarray]:
-        return self.case.reference_outputs()
-
-    @cached_step
-    def mod(self) -> IRModule:
-        # through the plugin's format, as users load it
-        return irpass.load(str(self.case.path))
-
-    @cached_step
     def before(self) -> list[np.ndarray]:
         return evaluate_irpass(self.mod, self.inputs)
-
-    @cached_step
-    def optimized(self) -> IRModule:
-        return _optimize(self.mod)
 
     @cached_step
     def after(self) -> list[np.ndarray]:
@@ -116,7 +85,7 @@ class LightRun:
 
     @cached_step
     def random_optimized(self) -> IRModule:
-        return _optimize(self.random_mod)
+        return optimize_o3(self.random_mod)
 
     @cached_step
     def random_after(self) -> list[np.ndarray]:

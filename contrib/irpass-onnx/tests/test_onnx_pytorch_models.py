@@ -8,13 +8,12 @@ newer onnx either passes or fails here until someone looks at it.
 
 from __future__ import annotations
 
-import irpass
 import numpy as np
 import onnx
 import pytest
-from irpass.transform import PassContext, default_pipeline
 from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx
 from irpass_onnx.testing import (
+    ModelRun,
     RealModel,
     assert_outputs_close,
     cached_step,
@@ -70,32 +69,8 @@ def test_every_known_unsupported_model_exists():
     assert set(KNOWN_UNSUPPORTED) <= {m.name for m in MODELS}
 
 
-class PytorchRun:
+class PytorchRun(ModelRun):
     """The steps of one model, each run on first use and then shared by its tests."""
-
-    def __init__(self, case: RealModel) -> None:
-        self.case = case
-
-    @cached_step
-    def model(self) -> onnx.ModelProto:
-        return self.case.load()
-
-    @cached_step
-    def inputs(self) -> dict[str, np.ndarray]:
-        return self.case.inputs(self.model)
-
-    @cached_step
-    def reference(self) -> list[np.ndarray]:
-        return self.case.reference_outputs()
-
-    @cached_step
-    def mod(self) -> irpass.IRModule:
-        return irpass.load(str(self.case.path))
-
-    @cached_step
-    def optimized(self) -> irpass.IRModule:
-        with PassContext(opt_level=3):
-            return default_pipeline(3)(self.mod)
 
     @cached_step
     def exported(self) -> onnx.ModelProto:

@@ -57,6 +57,8 @@ __all__ = [
     "onnx_node_count",
     "evaluate_irpass",
     "cached_step",
+    "ModelRun",
+    "optimize_o3",
 ]
 
 #: The light models of onnx 1.14+ (``light/light_<name>.onnx``), in the order the test runner
@@ -666,3 +668,43 @@ class cached_step:  # noqa: N801 - used like functools.cached_property
         if ok:
             return value
         raise value
+
+
+def optimize_o3(mod: Any) -> Any:
+    """``mod`` through the default pipeline at -O3, as ``irpass optimize -O3`` runs it."""
+    from irpass.transform import PassContext, default_pipeline
+
+    with PassContext(opt_level=3):
+        return default_pipeline(3)(mod)
+
+
+class ModelRun:
+    """The steps every real-model test shares, each run on first use and then kept: the
+    model as shipped, its inputs and reference outputs, the module ``irpass.load`` makes of
+    it (through the plugin's format, as users load it) and that module at -O3. Test modules
+    subclass it with their own further steps."""
+
+    def __init__(self, case: RealModel) -> None:
+        self.case = case
+
+    @cached_step
+    def model(self) -> ModelProto:
+        return self.case.load()
+
+    @cached_step
+    def inputs(self) -> dict[str, np.ndarray]:
+        return self.case.inputs(self.model)
+
+    @cached_step
+    def reference(self) -> list[np.ndarray]:
+        return self.case.reference_outputs()
+
+    @cached_step
+    def mod(self) -> Any:
+        import irpass
+
+        return irpass.load(str(self.case.path))
+
+    @cached_step
+    def optimized(self) -> Any:
+        return optimize_o3(self.mod)

@@ -118,18 +118,25 @@ def _pad4(pads: Sequence[int], n: int) -> tuple[int, int, int, int]:
 # -- convolution -------------------------------------------------------------------------------
 
 
-@converter("Conv", since=1)
-def _conv(ctx: NodeContext) -> Expr:
+def _conv_geometry(
+    ctx: NodeContext, what: str
+) -> tuple[TensorType, TensorType, int, list[int], list[int], list[int]]:
+    """Data and weight types, spatial rank, kernel, strides and dilations of a Conv or
+    ConvTranspose node, checked against each other."""
     xt = _float_type(ctx, 0)
     wt = ctx.type_of(1)
-    n = _spatial_rank(ctx, len(xt.shape), "convolution")
+    n = _spatial_rank(ctx, len(xt.shape), what)
     if len(wt.shape) != n + 2:
-        ctx.fail(f"weight {wt} does not match a {n}-D convolution of {xt}")
+        ctx.fail(f"weight {wt} does not match a {n}-D {what} of {xt}")
     kernel = list(wt.shape[2:])
     if ctx.has_attr("kernel_shape") and list(ctx.attr("kernel_shape")) != kernel:
         ctx.fail(f"kernel_shape {ctx.attr('kernel_shape')} does not match the weight {wt}")
-    strides = _ints(ctx, "strides", n, 1)
-    dilations = _ints(ctx, "dilations", n, 1)
+    return xt, wt, n, kernel, _ints(ctx, "strides", n, 1), _ints(ctx, "dilations", n, 1)
+
+
+@converter("Conv", since=1)
+def _conv(ctx: NodeContext) -> Expr:
+    xt, wt, n, kernel, strides, dilations = _conv_geometry(ctx, "convolution")
     groups = ctx.attr("group", 1)
     pads = _spatial_pads(ctx, xt.shape[2:], kernel, strides, dilations)
     y = call(
@@ -151,16 +158,7 @@ def _conv(ctx: NodeContext) -> Expr:
 
 @converter("ConvTranspose", since=1)
 def _conv_transpose(ctx: NodeContext) -> Expr:
-    xt = _float_type(ctx, 0)
-    wt = ctx.type_of(1)
-    n = _spatial_rank(ctx, len(xt.shape), "transposed convolution")
-    if len(wt.shape) != n + 2:
-        ctx.fail(f"weight {wt} does not match a {n}-D transposed convolution of {xt}")
-    kernel = list(wt.shape[2:])
-    if ctx.has_attr("kernel_shape") and list(ctx.attr("kernel_shape")) != kernel:
-        ctx.fail(f"kernel_shape {ctx.attr('kernel_shape')} does not match the weight {wt}")
-    strides = _ints(ctx, "strides", n, 1)
-    dilations = _ints(ctx, "dilations", n, 1)
+    xt, wt, n, kernel, strides, dilations = _conv_geometry(ctx, "transposed convolution")
     out_pad = _ints(ctx, "output_padding", n, 0)
     groups = ctx.attr("group", 1)
     in_sizes = xt.shape[2:]
