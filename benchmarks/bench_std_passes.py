@@ -17,8 +17,10 @@ one input ``x``, N steps):
   no tanh.
 
 For each workload and N (``--sizes``, default 10^3 10^4 10^5) the graph is
-built once (build time printed separately), then the pass runs ``--repeat``
-times on it (median; the garbage collector is run before each run). The table
+built once (build time printed separately), then timed in ``--repeat``
+interleaved rounds over the sizes (median; the garbage collector is run
+before each sample; a sample at a small N runs the pass on enough fresh
+copies to cover as many steps as the largest N). The table
 shows the pass time, microseconds per step, the op calls before and after
 (by op name, plus let bindings), whether the pass did its job (``FAIL`` if not:
 such a figure does not count), the target in us/step, and the scaling ratio
@@ -194,6 +196,23 @@ def time_pass(p: Pass, mod: IRModule, repeat: int, **ctx: object) -> tuple[float
     return seconds, out
 
 
+def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[float, IRModule]:
+    """Seconds per run of ``p`` over ``copies`` fresh copies of ``mod``, and one result.
+
+    The results are kept until the clock has stopped, so freeing them is not
+    timed (as it is not for a single run).
+    """
+    inputs = [fresh(mod) for _ in range(copies)]
+    results = []
+    gc.collect()
+    with PassContext(**ctx):
+        start = CLOCK()
+        for m in inputs:
+            results.append(p(m))
+        seconds = CLOCK() - start
+    return seconds / copies, results[-1]
+
+
 def timed_build(build: Callable[[int], IRModule], n: int) -> tuple[IRModule, float]:
     """The workload at size ``n`` and the seconds it took to build."""
     gc.collect()
@@ -222,7 +241,14 @@ def make_pass(name: str) -> Pass:
 
 
 def main_table(sizes: list[int], repeat: int) -> None:
-    """The W1/W2/W3 table: each workload with its own pass."""
+    """The W1/W2/W3 table: each workload with its own pass.
+
+    The sizes of a workload are timed in interleaved rounds (each round runs
+    every size once), so a change of machine load during the measurement
+    hits every size alike instead of skewing the scaling ratio. One sample
+    at a smaller N runs the pass on enough fresh copies to cover as many
+    steps as the largest N, so every sample is long enough for the clock.
+    """
     header = (
         f"{'workload':8} {'pass':36} {'N':>7} {'build s':>8} {'pass ms':>9} {'us/step':>8} "
         f"{'target':>6} {'ok':4}  nodes before -> after"
@@ -230,34 +256,48 @@ def main_table(sizes: list[int], repeat: int) -> None:
     print(header)
     print("-" * len(header))
     ratios: list[tuple[str, str, float, float]] = []
+    largest = max(sizes)
     for wl in WORKLOADS:
-        rows: dict[str, dict[int, float]] = {}
+        p = get_pass(wl.pass_name)
+        cases = []  # (label, n, module, context, build seconds, counts before)
         for n in sizes:
             mod, build_s = timed_build(wl.build, n)
             before = count_ops(mod)
-            p = get_pass(wl.pass_name)
             if "InferType" in p.info.required:
                 with PassContext(opt_level=3):
                     typed = get_pass("InferType")(fresh(mod))
-                variants = [
-                    (f"{wl.pass_name} (+InferType)", mod, {}),
-                    (f"{wl.pass_name} (body, typed)", typed, {"disabled_pass": ["InferType"]}),
-                ]
-            else:
-                variants = [(wl.pass_name, mod, {})]
-            for label, given, ctx in variants:
-                seconds, out = time_pass(p, given, repeat, opt_level=3, **ctx)
-                ok = "ok" if wl.done(out, n) else "FAIL"
-                us = seconds / n * 1e6
-                rows.setdefault(label, {})[n] = us
-                print(
-                    f"{wl.name:8} {label:36} {n:>7} {build_s:8.3f} {seconds * 1e3:9.1f} "
-                    f"{us:8.2f} {wl.target_us:6.1f} {ok:4}  "
-                    f"{_short(before)} -> {_short(count_ops(out))}",
-                    flush=True,
+                cases.append((f"{wl.pass_name} (+InferType)", n, mod, {}, build_s, before))
+                cases.append(
+                    (
+                        f"{wl.pass_name} (body, typed)",
+                        n,
+                        typed,
+                        {"disabled_pass": ["InferType"]},
+                        build_s,
+                        before,
+                    )
                 )
-                del out
-            del mod
+            else:
+                cases.append((wl.pass_name, n, mod, {}, build_s, before))
+        samples: list[list[float]] = [[] for _ in cases]
+        outs: list[IRModule | None] = [None] * len(cases)
+        for _ in range(repeat):
+            for i, (_, n, mod, ctx, _, _) in enumerate(cases):
+                seconds, outs[i] = time_batch(p, mod, -(-largest // n), opt_level=3, **ctx)
+                samples[i].append(seconds / n)
+        rows: dict[str, dict[int, float]] = {}
+        for (label, n, _, _, build_s, before), times, out in zip(cases, samples, outs, strict=True):
+            per_run = statistics.median(times)
+            us = per_run * 1e6
+            rows.setdefault(label, {})[n] = us
+            ok = "ok" if wl.done(out, n) else "FAIL"
+            print(
+                f"{wl.name:8} {label:36} {n:>7} {build_s:8.3f} {per_run * n * 1e3:9.1f} "
+                f"{us:8.2f} {wl.target_us:6.1f} {ok:4}  "
+                f"{_short(before)} -> {_short(count_ops(out))}",
+                flush=True,
+            )
+        del cases, outs
         for label, by_n in rows.items():
             lo, hi = min(by_n), max(by_n)
             if hi > lo:

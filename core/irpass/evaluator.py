@@ -372,6 +372,12 @@ class _Interpreter:
         return closure
 
     def _run(self, root: Expr, root_memo: dict[Expr, Any]) -> None:
+        # Kernels compute IEEE arithmetic (overflow is inf, 0/0 is nan) and leave the
+        # numpy error state to their caller (see ``irpass.ir.op.Kernel``).
+        with np.errstate(all="ignore"):
+            self._run_loop(root, root_memo)
+
+    def _run_loop(self, root: Expr, root_memo: dict[Expr, Any]) -> None:
         # Work items are flattened into one list, state last: ``memo, node, state``,
         # or ``source_memo, source, memo, node, _RESULT``. Pushing existing objects
         # and small ints allocates nothing for the garbage collector to scan.

@@ -56,6 +56,11 @@ __all__ = [
 #: plain message when the arguments do not fit (type inference adds the context).
 TypeRelation = Callable[[tuple[Type, ...], Attrs], Type]
 #: ``kernel(args, attrs) -> ndarray | tuple``: computes the op on numpy values.
+#: Op arithmetic is IEEE's (overflow gives inf, an invalid operation nan), so a
+#: kernel does not manage numpy's floating-point error state: its caller does,
+#: once for many calls. :func:`irpass.evaluate` and ``FoldConstant`` run
+#: kernels inside ``np.errstate(all="ignore")``; code that calls a kernel
+#: directly should do the same if it wants no ``RuntimeWarning``.
 Kernel = Callable[[tuple[Any, ...], Attrs], Any]
 
 

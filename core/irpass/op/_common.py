@@ -85,7 +85,8 @@ def as_expr(value: Any, op: str, name: str) -> Expr:
 def make_call(name: str, args: Sequence[Any], arg_names: Sequence[str], **attrs: Any) -> Call:
     """``Call(Op.get(name), args, attrs)`` after turning plain values into constants."""
     exprs = [as_expr(a, name, n) for a, n in zip(args, arg_names, strict=True)]
-    return Call(Op.get(name), exprs, attrs)
+    # No attributes given: None lets Call skip the schema check of an op without any.
+    return Call(Op.get(name), exprs, attrs or None)
 
 
 def as_tuple_expr(data: Any, op: str) -> Expr:

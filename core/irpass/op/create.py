@@ -85,8 +85,7 @@ def _full_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _full_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     fill = args[0]
-    with np.errstate(all="ignore"):
-        return np.full(attrs["shape"], fill, dtype=attrs["dtype"] or fill.dtype.name)
+    return np.full(attrs["shape"], fill, dtype=attrs["dtype"] or fill.dtype.name)
 
 
 register(

@@ -55,8 +55,7 @@ def _matmul_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 def _matmul_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     a, b = args
     wide = accumulate_dtype(a.dtype.name)
-    with np.errstate(all="ignore"):
-        out = np.matmul(a.astype(wide, copy=False), b.astype(wide, copy=False))
+    out = np.matmul(a.astype(wide, copy=False), b.astype(wide, copy=False))
     return result(out, a.dtype)
 
 

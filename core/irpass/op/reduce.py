@@ -82,8 +82,7 @@ def _reduce_kernel(fn: Callable[[np.ndarray, tuple[int, ...], bool], Any]):
     def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
         x = args[0]
         axes = reduce_axes(x.ndim, attrs["axis"], attrs["exclude"])
-        with np.errstate(all="ignore"):
-            return result(fn(x, axes, attrs["keepdims"]), x.dtype)
+        return result(fn(x, axes, attrs["keepdims"]), x.dtype)
 
     return kernel
 

@@ -239,9 +239,7 @@ def _lrn_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
         index[axis] = slice(k, k + channels)
         total = total + sq[tuple(index)]
     base = attrs["bias"] + (attrs["alpha"] / size) * total
-    with np.errstate(all="ignore"):
-        out = wide / np.power(base, attrs["beta"])
-    return result(out, data.dtype)
+    return result(wide / np.power(base, attrs["beta"]), data.dtype)
 
 
 register(

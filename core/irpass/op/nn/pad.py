@@ -45,8 +45,7 @@ def _pad_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = args[0]
     mode = attrs["pad_mode"]
     if mode == "constant":
-        with np.errstate(all="ignore"):
-            value = np.array(attrs["pad_value"]).astype(x.dtype)
+        value = np.array(attrs["pad_value"]).astype(x.dtype)
         return np.pad(x, attrs["pad_width"], mode="constant", constant_values=value)
     return np.pad(x, attrs["pad_width"], mode=mode)
 

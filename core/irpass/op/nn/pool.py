@@ -140,8 +140,7 @@ def _average(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
     count = np.asarray(count)
     divisor = np.maximum(count, 1)
     if total.dtype.kind == "f":
-        with np.errstate(all="ignore"):
-            return np.where(count > 0, total / divisor, 0)
+        return np.where(count > 0, total / divisor, 0)
     if total.dtype == object:
         divisor = divisor.astype(object)  # Python ints: no int64 overflow in the division
     quotient = np.where(total < 0, -((-total) // divisor), total // divisor)
