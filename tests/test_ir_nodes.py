@@ -451,6 +451,28 @@ def test_unchecked_function_is_the_same_node_as_the_checked_one():
         fast.body = x
 
 
+def test_unchecked_let_and_var_are_the_same_nodes_as_the_checked_ones():
+    from irpass import structural_equal
+
+    x = var("x", shape=(2,))
+    ty = TensorType((2,), "float32")
+    v = Var._unchecked("t", ty)
+    assert type(v) is Var and v.name_hint == "t" and v.type_annotation is ty
+    assert Var._unchecked("u").type_annotation is None
+    value = Call(Op.get("exp"), [x])
+    fast = Let._unchecked(v, value, v)
+    checked_var = Var("t", ty)
+    checked = Let(checked_var, value, checked_var)
+    assert type(fast) is Let and fast.var is v and fast.value is value and fast.body is v
+    assert structural_equal(Function([x], fast), Function([x], checked))
+    with pytest.raises(ValueError, match="run irpass.ir.infer_type"):
+        _ = fast.checked_type
+    with pytest.raises(AttributeError, match="immutable"):
+        fast.body = x
+    with pytest.raises(AttributeError, match="immutable"):
+        v.name_hint = "w"
+
+
 def _fresh_own(make):
     """Constant._own on an array only this frame holds (as a kernel result is)."""
     out = make()

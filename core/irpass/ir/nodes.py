@@ -122,6 +122,19 @@ class Var(Expr):
         _set(self, "name_hint", name_hint)
         _set(self, "type_annotation", type_annotation)
 
+    @staticmethod
+    def _unchecked(name_hint: str, type_annotation: Type | None = None) -> Var:
+        """A fresh var from parts known to be valid (a ``str`` and a ``Type`` or None).
+
+        For trusted builders only (passes that bind many temporaries); the node
+        is indistinguishable from ``Var(name_hint, type_annotation)``.
+        """
+        node = _new_node(Var)
+        _set_checked_type(node, None)
+        _set_var_name_hint(node, name_hint)
+        _set_var_type_annotation(node, type_annotation)
+        return node
+
     def __repr__(self) -> str:
         return f"Var(%{self.name_hint})"
 
@@ -365,6 +378,20 @@ class Let(Expr):
     def children(self) -> tuple[Expr, ...]:
         return (self.var, self.value, self.body)
 
+    @staticmethod
+    def _unchecked(var: Var, value: Expr, body: Expr) -> Let:
+        """A let built from parts known to be valid (a :class:`Var`, two expressions).
+
+        For trusted builders only; the node is indistinguishable from
+        ``Let(var, value, body)``.
+        """
+        node = _new_node(Let)
+        _set_checked_type(node, None)
+        _set_let_var(node, var)
+        _set_let_value(node, value)
+        _set_let_body(node, body)
+        return node
+
     def __repr__(self) -> str:
         return f"Let(%{self.var.name_hint})"
 
@@ -475,6 +502,11 @@ _set_function_params = Function.params.__set__  # type: ignore[attr-defined]
 _set_function_body = Function.body.__set__  # type: ignore[attr-defined]
 _set_function_ret_type = Function.ret_type.__set__  # type: ignore[attr-defined]
 _set_function_attrs = Function.attrs.__set__  # type: ignore[attr-defined]
+_set_let_var = Let.var.__set__  # type: ignore[attr-defined]
+_set_let_value = Let.value.__set__  # type: ignore[attr-defined]
+_set_let_body = Let.body.__set__  # type: ignore[attr-defined]
+_set_var_name_hint = Var.name_hint.__set__  # type: ignore[attr-defined]
+_set_var_type_annotation = Var.type_annotation.__set__  # type: ignore[attr-defined]
 
 
 # -- builders -------------------------------------------------------------------------
