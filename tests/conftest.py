@@ -12,6 +12,7 @@ for _var in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG"
 import irpass.plugins  # noqa: E402
 from irpass.plugins import PluginSettings  # noqa: E402
 from irpass.testing.plugins import RegistrySnapshot  # noqa: E402
+from std_fixtures import counting_stateful_op, register_stateful_op  # noqa: E402
 
 irpass.plugins.load()
 
@@ -37,3 +38,16 @@ def fresh_plugins():
 def manager(fresh_plugins):
     """A plugin manager of the test's own, with no plugin loaded (autoload off)."""
     return irpass.plugins.load(PluginSettings(autoload=False))
+
+
+@pytest.fixture
+def stateful_op():
+    """``test.counter(x)``: a stateful op returning ``x + 1`` (registered for one test)."""
+    return register_stateful_op("test.counter")
+
+
+@pytest.fixture
+def counter_op():
+    """``(test.tick, calls)``: a stateful op returning ``x`` that counts its runs in
+    ``calls`` (registered for one test)."""
+    return counting_stateful_op("test.tick")

@@ -85,17 +85,6 @@ def cond_of(x: Var):
     return op.greater(op.sum(x), const(0.0))
 
 
-def stateful_op(name: str = "test.cse_tick") -> Op:
-    return register_op(
-        name,
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0] + 1,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-    )
-
-
 # -- registration ------------------------------------------------------------------------------
 
 
@@ -208,8 +197,8 @@ def test_attr_values_compare_exactly():
         assert out.body.fields[0] is out.body.fields[1], (a, b)
 
 
-def test_stateful_calls_are_not_merged_but_their_arguments_are():
-    tick = stateful_op()
+def test_stateful_calls_are_not_merged_but_their_arguments_are(stateful_op):
+    tick = stateful_op
     x = var("x", F32)
     before = Function([x], op.add(Call(tick, [op.exp(x)]), Call(tick, [op.exp(x)])))
     e = op.exp(x)

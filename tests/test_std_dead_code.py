@@ -18,7 +18,6 @@ from irpass.ir import (
     If,
     Let,
     Op,
-    OpPattern,
     TensorType,
     Tuple,
     TupleGetItem,
@@ -26,13 +25,13 @@ from irpass.ir import (
     assert_structural_equal,
     parse,
     post_order_visit,
-    register_op,
     structural_hash,
 )
 from irpass.testing import check_semantics, models
 from irpass.testing import strategies as sts
 from irpass.transform import PassContext, Sequential, get_pass, list_passes
 from irpass_std.dead_code import eliminate_dead_code, is_pure
+from std_fixtures import register_stateful_op
 
 DOC = (
     Path(__file__).resolve().parents[1] / "plugins" / "irpass_std" / "docs"
@@ -71,19 +70,6 @@ def op_names(expr) -> list[str]:
         expr, lambda n: names.append(n.op.name) if type(n) is Call and type(n.op) is Op else None
     )
     return names
-
-
-@pytest.fixture
-def counter() -> Op:
-    """A stateful op (registered for one test; conftest restores the registry)."""
-    return register_op(
-        "test.dce_counter",
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0] + 1,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-    )
 
 
 # -- registration ------------------------------------------------------------------------------
@@ -196,28 +182,28 @@ def test_every_global_function_is_cleaned():
 # -- effects -----------------------------------------------------------------------------------
 
 
-def test_unused_stateful_call_is_kept(counter):
+def test_unused_stateful_call_is_kept(stateful_op):
     x = x2()
     a, s = Var("a"), Var("s")
     # %a feeds the stateful call, so it stays too.
-    check_unchanged(Function([x], Let(a, op.exp(x), Let(s, Call(counter, [a]), x))))
+    check_unchanged(Function([x], Let(a, op.exp(x), Let(s, Call(stateful_op, [a]), x))))
 
 
-def test_unused_binding_that_contains_a_stateful_call_is_kept(counter):
+def test_unused_binding_that_contains_a_stateful_call_is_kept(stateful_op):
     x = x2()
     s, d = Var("s"), Var("d")
-    before = Function([x], Let(s, op.add(Call(counter, [x]), x), Let(d, op.tanh(x), x)))
+    before = Function([x], Let(s, op.add(Call(stateful_op, [x]), x), Let(d, op.tanh(x), x)))
     s2 = Var("s")
-    check(before, Function([x], Let(s2, op.add(Call(counter, [x]), x), x)))
+    check(before, Function([x], Let(s2, op.add(Call(stateful_op, [x]), x), x)))
 
 
-def test_pure_code_is_removed_when_stateful_ops_exist(counter):
+def test_pure_code_is_removed_when_stateful_ops_exist(stateful_op):
     x = x2()
     d = Var("d")
     check(Function([x], Let(d, op.tanh(x), op.nn.relu(x))), Function([x], op.nn.relu(x)))
 
 
-def test_calls_of_global_functions_follow_their_bodies(counter):
+def test_calls_of_global_functions_follow_their_bodies(stateful_op):
     x, a, b = x2(), x2("a"), x2("b")
     pure, noisy = GlobalVar("pure"), GlobalVar("noisy")
     r, s = Var("r"), Var("s")
@@ -225,7 +211,7 @@ def test_calls_of_global_functions_follow_their_bodies(counter):
         {
             "main": Function([x], Let(r, Call(pure, [x]), Let(s, Call(noisy, [x]), x))),
             "pure": Function([a], op.exp(a)),
-            "noisy": Function([b], op.negative(Call(counter, [b]))),
+            "noisy": Function([b], op.negative(Call(stateful_op, [b]))),
         }
     )
     out = dce_module(mod)
@@ -235,7 +221,7 @@ def test_calls_of_global_functions_follow_their_bodies(counter):
     )
 
 
-def test_recursive_global_calls_are_kept_when_ops_may_have_effects(counter):
+def test_recursive_global_calls_are_kept_when_ops_may_have_effects(stateful_op):
     x, a = x2(), x2("a")
     loop = GlobalVar("loop")
     r = Var("r")
@@ -265,27 +251,27 @@ def test_recursive_global_calls_are_pure_without_stateful_ops():
     assert_structural_equal(dce_module(mod)["main"], Function([x], x))
 
 
-def test_calls_of_closures_follow_their_bodies(counter):
+def test_calls_of_closures_follow_their_bodies(stateful_op):
     x, y, z = x2(), x2("y"), x2("z")
     f, g, r, s = Var("f"), Var("g"), Var("r"), Var("s")
     before = Function(
         [x],
         Let(f, Function([y], op.exp(y)),
-            Let(g, Function([z], Call(counter, [z])),
+            Let(g, Function([z], Call(stateful_op, [z])),
                 Let(r, Call(f, [x]),
                     Let(s, Call(g, [x]), x)))),
     )
     g2, s2, z2 = Var("g"), Var("s"), x2("z")
     expected = Function(
-        [x], Let(g2, Function([z2], Call(counter, [z2])), Let(s2, Call(g2, [x]), x))
+        [x], Let(g2, Function([z2], Call(stateful_op, [z2])), Let(s2, Call(g2, [x]), x))
     )
     check(before, expected)
     # A function literal called directly.
-    lit = Function([z], Call(counter, [z]))
+    lit = Function([z], Call(stateful_op, [z]))
     check_unchanged(Function([x], Let(s, Call(lit, [x]), x)))
 
 
-def test_calls_of_unknown_function_values(counter):
+def test_calls_of_unknown_function_values(stateful_op):
     x = x2()
     k = Var("k", FuncType([T], T))
     r = Var("r")
@@ -299,12 +285,12 @@ def test_calls_of_unknown_function_values_without_stateful_ops():
     check(Function([x, k], Let(r, Call(k, [x]), x)), Function([x, k], x))
 
 
-def test_is_pure(counter):
+def test_is_pure(stateful_op):
     x = x2()
     assert is_pure(op.exp(x))
-    assert not is_pure(op.exp(Call(counter, [x])))
-    assert is_pure(Function([x], Call(counter, [x])))  # making a closure runs nothing
-    assert not is_pure(Call(Function([x], Call(counter, [x])), [x]))
+    assert not is_pure(op.exp(Call(stateful_op, [x])))
+    assert is_pure(Function([x], Call(stateful_op, [x])))  # making a closure runs nothing
+    assert not is_pure(Call(Function([x], Call(stateful_op, [x])), [x]))
 
 
 # -- tuple fields ------------------------------------------------------------------------------
@@ -335,12 +321,12 @@ def test_dropped_field_frees_its_bindings():
     check(before, Function([x], op.negative(x)))
 
 
-def test_projection_keeps_a_stateful_field(counter):
+def test_projection_keeps_a_stateful_field(stateful_op):
     x = x2()
-    check_unchanged(Function([x], TupleGetItem(Tuple([Call(counter, [x]), op.tanh(x)]), 1)))
+    check_unchanged(Function([x], TupleGetItem(Tuple([Call(stateful_op, [x]), op.tanh(x)]), 1)))
     # the selected field may have effects: the others are still dropped
-    before = Function([x], TupleGetItem(Tuple([Call(counter, [x]), op.tanh(x)]), 0))
-    check(before, Function([x], Call(counter, [x])))
+    before = Function([x], TupleGetItem(Tuple([Call(stateful_op, [x]), op.tanh(x)]), 0))
+    check(before, Function([x], Call(stateful_op, [x])))
 
 
 def test_projection_of_a_non_literal_tuple_stays():
@@ -384,7 +370,7 @@ def test_input_module_is_unchanged():
     assert structural_hash(mod) == before and mod["main"] is main
 
 
-def test_eliminate_dead_code_helper_without_a_module(counter):
+def test_eliminate_dead_code_helper_without_a_module(stateful_op):
     x, a = x2(), x2("a")
     helper = GlobalVar("helper")
     r = Var("r")
@@ -450,15 +436,7 @@ def test_random_programs_keep_their_meaning(mod):
 @settings(max_examples=30, deadline=None)
 @given(sts.modules())
 def test_random_programs_keep_their_stateful_calls(mod):
-    counter = register_op(
-        "test.dce_counter_h",
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0] + 1,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-        override=True,
-    )
+    counter = register_stateful_op("test.dce_counter_h", override=True)
     main = mod["main"]
     s = Var("s")
     body = Let(s, Call(counter, [main.params[0]]), main.body)
@@ -500,7 +478,7 @@ def test_deep_chain_of_transitively_dead_bindings():
     check(Function([x], body), Function([x], op.exp(x)))
 
 
-def test_deep_live_let_chain_is_returned_as_is(counter):
+def test_deep_live_let_chain_is_returned_as_is(stateful_op):
     n = 30_000
     x = x2()
     vs = [Var(f"v{i}") for i in range(n)]
@@ -508,7 +486,7 @@ def test_deep_live_let_chain_is_returned_as_is(counter):
     for i in reversed(range(n)):
         value = op.negative(vs[i - 1] if i else x)
         if i % 1000 == 0:
-            value = Call(counter, [value])
+            value = Call(stateful_op, [value])
         body = Let(vs[i], value, body)
     check_unchanged(Function([x], body))
 

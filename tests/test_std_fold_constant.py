@@ -79,18 +79,6 @@ def op_names(expr) -> list[str]:
     return names
 
 
-@pytest.fixture
-def stateful_op() -> Op:
-    return register_op(
-        "test.fold_counter",
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0] + 1,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-    )
-
-
 # -- registration ------------------------------------------------------------------------------
 
 

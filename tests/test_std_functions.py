@@ -17,14 +17,11 @@ from irpass.ir import (
     FuncType,
     If,
     Let,
-    Op,
-    OpPattern,
     TensorType,
     Tuple,
     TupleGetItem,
     Var,
     assert_structural_equal,
-    register_op,
     well_formed,
 )
 from irpass.testing import check_semantics, models
@@ -61,27 +58,6 @@ def assert_module_equal(out: IRModule, expected: IRModule) -> None:
     )
     for gv, func in expected.items():
         assert_structural_equal(out[gv.name_hint], func)
-
-
-@pytest.fixture
-def counter_op():
-    """A stateful op ``test.tick(x)`` (returns x, counts its runs in ``calls``)."""
-    calls = []
-
-    def kernel(args, attrs):
-        calls.append(1)
-        return args[0]
-
-    register_op(
-        "test.tick",
-        num_inputs=1,
-        type_rel=lambda types, attrs: types[0],
-        kernel=kernel,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-        owner="test",
-    )
-    return Op.get("test.tick"), calls
 
 
 def test_registered_with_tvm_names_and_levels():

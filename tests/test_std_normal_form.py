@@ -17,14 +17,11 @@ from irpass.ir import (
     FuncType,
     If,
     Let,
-    Op,
-    OpPattern,
     TensorType,
     Tuple,
     TupleGetItem,
     Var,
     assert_structural_equal,
-    register_op,
     structural_equal,
     well_formed,
 )
@@ -63,27 +60,6 @@ def count_lets(expr) -> int:
             n += 1
         stack.extend(node.children())
     return n
-
-
-@pytest.fixture
-def counter_op():
-    """A stateful op ``test.tick(x)`` (returns x, counts its runs in ``calls``)."""
-    calls = []
-
-    def kernel(args, attrs):
-        calls.append(1)
-        return args[0]
-
-    register_op(
-        "test.tick",
-        num_inputs=1,
-        type_rel=lambda types, attrs: types[0],
-        kernel=kernel,
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-        owner="test",
-    )
-    return Op.get("test.tick"), calls
 
 
 # -- registration ---------------------------------------------------------------------------

@@ -18,14 +18,12 @@ from irpass.ir import (
     If,
     Let,
     Op,
-    OpPattern,
     Tuple,
     TupleGetItem,
     Var,
     assert_structural_equal,
     parse,
     post_order_visit,
-    register_op,
 )
 from irpass.testing import check_semantics, models
 from irpass.testing import strategies as sts
@@ -193,19 +191,6 @@ def test_times_zero_then_plus_is_a_fixed_point():
     x2, w2 = var("x", shape=(2, 3)), var("w", shape=(2, 3))
     before = Function([x, w], op.add(op.multiply(x, zeros(1)), w))
     check(before, Function([x2, w2], w2), **{FINITE: True})
-
-
-@pytest.fixture
-def stateful_op():
-    """``test.counter(x)``: a stateful op of x's type (the registry is restored afterwards)."""
-    return register_op(
-        "test.counter",
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0].copy(),
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-    )
 
 
 def test_times_zero_never_drops_side_effects(stateful_op):

@@ -18,17 +18,16 @@ from irpass.ir import (
     If,
     Let,
     Op,
-    OpPattern,
     Tuple,
     TupleGetItem,
     Var,
     assert_structural_equal,
     post_order_visit,
-    register_op,
 )
 from irpass.testing import check_semantics, models
 from irpass.testing import strategies as sts
 from irpass.transform import PassContext, list_config_options, list_passes
+from std_fixtures import register_stateful_op
 
 DECOMPOSE = "std.SimplifyInference.decompose_layer_norm"
 DOC = (
@@ -217,14 +216,7 @@ def test_batch_norm_bound_by_a_let():
 @pytest.fixture
 def stateful_op():
     """``test.draw(x)``: a stateful op of x's type (the registry is restored afterwards)."""
-    return register_op(
-        "test.draw",
-        num_inputs=1,
-        type_rel=lambda args, attrs: args[0],
-        kernel=lambda args, attrs: args[0].copy(),
-        pattern=OpPattern.OPAQUE,
-        stateful=True,
-    )
+    return register_stateful_op("test.draw")
 
 
 def test_batch_norm_never_drops_a_stateful_argument(stateful_op):

@@ -20,18 +20,15 @@ the same walk. A node is visited once, so the pass is linear in the size of
 the function; let chains and dataflow chains are walked with an explicit
 stack, so a chain a million bindings long needs no recursion.
 
-**Effects.** An expression is *pure* when evaluating it runs no ``stateful``
-op: a call of an op is pure when the op is not stateful and its arguments are
-pure; a call of a global function, of a function literal or of a variable
-``let``-bound to a function literal is pure when the callee's body and the
-arguments are; a call of any other function value (a parameter, a call's
-result, ...) counts as impure, and so does a call that reaches itself
-(recursion) -- safe answers when the callee is unknown. Variables, constants
-and function literals are pure (creating a closure runs nothing). Purity is
-computed on demand, only for what would be dropped (the values of unused
-bindings, the other fields of a projected tuple), and memoized, so it adds at
-most one more linear walk; when no registered op is stateful at all, everything is
-pure and the walk is skipped. As in TVM, non-termination is not treated as
+**Effects.** What would be dropped must not run a ``stateful`` op: this is
+asked of the shared analysis of :mod:`.effects` with ``Callees.KNOWN`` (it
+looks into the bodies of function literals, of vars ``let``-bound to them and
+of the module's global functions; a call of any other function value, or a
+call that reaches itself, counts as effectful). It is asked on demand, only
+for what would be dropped (the values of unused bindings, the other fields of
+a projected tuple), and memoized per module, so it adds at most one more
+linear walk; when no registered op is stateful at all, everything is pure and
+the analysis is not even made. As in TVM, non-termination is not treated as
 an effect.
 """
 
@@ -53,10 +50,11 @@ from irpass.ir import (
     Tuple,
     TupleGetItem,
     Var,
-    list_ops,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
+
+from .effects import Callees, EffectAnalysis, World, any_stateful_op
 
 __all__ = ["CONFIG_OPTIONS", "DeadCodeElimination", "eliminate_dead_code", "is_pure"]
 
@@ -76,9 +74,9 @@ def eliminate_dead_code(func: Function, mod: IRModule | None = None) -> Function
     are pure when those functions are. Without it they count as impure (when
     some registered op is stateful; otherwise everything is pure).
     """
-    purity = _purity_of(mod) if _any_stateful_op() else None
+    effects = _effects_of(mod) if any_stateful_op() else None
     with gc_paused():
-        body = _Eliminator(purity).run(func.body)
+        body = _Eliminator(effects).run(func.body)
     if body is func.body:
         return func
     return Function(func.params, body, func.ret_type, func.attrs)
@@ -86,32 +84,29 @@ def eliminate_dead_code(func: Function, mod: IRModule | None = None) -> Function
 
 def is_pure(expr: Expr, mod: IRModule | None = None) -> bool:
     """Whether evaluating ``expr`` runs no stateful op (see the module docstring)."""
-    if not _any_stateful_op():
+    if not any_stateful_op():
         return True
-    return _purity_of(mod).check(expr)
+    return not _effects_of(mod).may_have_effects(expr)
 
 
-def _any_stateful_op() -> bool:
-    return any(Op.get(name).stateful for name in list_ops())
-
-
-# One purity analysis per module, shared by the runs on its functions: the purity of a
-# node depends only on the node and on the module's global functions (both immutable),
+# One effect analysis per module, shared by the runs on its functions: the effects of a
+# node depend only on the node and on the module's global functions (both immutable),
 # so a helper called from many functions is analysed once, not once per caller.
-_PURITY: weakref.WeakKeyDictionary[IRModule, _Purity] = weakref.WeakKeyDictionary()
+_EFFECTS: weakref.WeakKeyDictionary[IRModule, EffectAnalysis] = weakref.WeakKeyDictionary()
 
 
-def _purity_of(mod: IRModule | None) -> _Purity:
+def _effects_of(mod: IRModule | None) -> EffectAnalysis:
+    """The analysis DCE asks (made only when some registered op is stateful)."""
     if mod is None:
-        return _Purity(None)
-    purity = _PURITY.get(mod)
-    if purity is None:
-        purity = _PURITY[mod] = _Purity(mod)
-    return purity
+        return EffectAnalysis(None, Callees.KNOWN, World.REGISTRY)
+    effects = _EFFECTS.get(mod)
+    if effects is None:
+        effects = _EFFECTS[mod] = EffectAnalysis(mod, Callees.KNOWN, World.REGISTRY)
+    return effects
 
 
-def _always_pure(expr: Expr) -> bool:
-    return True
+def _no_effects(expr: Expr) -> bool:
+    return False
 
 
 # Work-item states of the rebuild (pushed after their node: ``node, state``).
@@ -127,11 +122,13 @@ _LEAVES = frozenset({Var, Constant, GlobalVar, Op})
 class _Eliminator:
     """One run of the rebuild (see the module docstring)."""
 
-    def __init__(self, purity: _Purity | None) -> None:
-        # Without a purity analysis (no op is stateful) everything is pure.
-        self.pure: Callable[[Expr], bool] = purity.check if purity else _always_pure
-        # Let vars bound to function literals, for the purity of calls through them.
-        self.functions = purity.functions if purity else None
+    def __init__(self, effects: EffectAnalysis | None) -> None:
+        # Without an effect analysis (no op is stateful) nothing has effects.
+        self.effectful: Callable[[Expr], bool] = (
+            effects.may_have_effects if effects else _no_effects
+        )
+        # Let vars bound to function literals, for the effects of calls through them.
+        self.functions = effects.let_functions if effects else None
         # Old node -> rebuilt node, for every live node visited. A let var is a key
         # exactly when something live uses it.
         self.memo: dict[Expr, Expr] = {}
@@ -140,8 +137,8 @@ class _Eliminator:
 
     def run(self, root: Expr) -> Expr:
         memo = self.memo
-        pure = self.pure
-        effects = pure is not _always_pure  # else every value is pure: skip the call
+        effectful = self.effectful
+        effects = effectful is not _no_effects  # else every value is pure: skip the call
         functions = self.functions
         lookup = memo.__getitem__
         stack: list = [root, _ENTER]
@@ -229,7 +226,7 @@ class _Eliminator:
                 else:
                     memo[node] = _rebuild(node, memo)
             elif state == _DECIDE:
-                if node.var in memo or (effects and not pure(node.value)):
+                if node.var in memo or (effects and effectful(node.value)):
                     push(node)
                     push(_BUILD)
                     value = node.value
@@ -255,7 +252,7 @@ class _Eliminator:
         projected = self.projected
         if item in projected:
             return projected[item]
-        pure = self.pure
+        effectful = self.effectful
         work = [item]
         while work:
             node = work[-1]
@@ -269,7 +266,7 @@ class _Eliminator:
             if type(value) is Tuple and node.index < len(value.fields):
                 fields = value.fields
                 index = node.index
-                if all(pure(f) for i, f in enumerate(fields) if i != index):
+                if not any(effectful(f) for i, f in enumerate(fields) if i != index):
                     target = fields[index]
                     if type(target) is TupleGetItem:
                         # The field may itself reduce: resolve it first.
@@ -320,78 +317,3 @@ def _rebuild(node: Expr, memo: dict[Expr, Expr]) -> Expr:
     if body is node.body:
         return node
     return Function(node.params, body, node.ret_type, node.attrs)
-
-
-class _Purity:
-    """Memoized purity of expressions (see the module docstring), computed iteratively."""
-
-    def __init__(self, mod: IRModule | None) -> None:
-        # Weakly: the module-level cache maps the module to this object.
-        self._mod = weakref.ref(mod) if mod is not None else None
-        self.memo: dict[Expr, bool] = {}
-        # Let vars bound to function literals: calls through them have known effects.
-        self.functions: dict[Var, Function] = {}
-
-    def check(self, root: Expr) -> bool:
-        """Whether evaluating ``root`` runs no stateful op."""
-        memo = self.memo
-        result = memo.get(root)
-        if result is not None:
-            return result
-        # Nodes whose dependencies are being computed; meeting one again is a cycle
-        # (a recursive call), which counts as impure.
-        pending: dict[Expr, tuple[Expr, ...]] = {}
-        stack = [root]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            deps = pending.get(node)
-            if deps is None:
-                own, deps = self._dependencies(node)
-                if not own or not deps:
-                    memo[node] = own
-                    stack.pop()
-                    continue
-                pending[node] = deps
-                for d in deps:
-                    if d not in memo and d not in pending:
-                        stack.append(d)
-                continue
-            stack.pop()
-            del pending[node]
-            # A dependency still pending is on a cycle: memo.get gives None, impure.
-            memo[node] = all(memo.get(d) for d in deps)
-        return memo[root]
-
-    def _dependencies(self, node: Expr) -> tuple[bool, tuple[Expr, ...]]:
-        """``(own, deps)``: ``node`` is pure iff ``own`` and every expression in ``deps`` is."""
-        t = type(node)
-        if t is Call:
-            op = node.op
-            args = node.args
-            top = type(op)
-            if top is Op:
-                return not op.stateful, args
-            if top is GlobalVar:
-                mod = self._mod() if self._mod is not None else None
-                if mod is None or op.name_hint not in mod:
-                    return False, ()
-                return True, (*args, mod[op.name_hint].body)
-            if top is Function:
-                return True, (*args, op.body)
-            if top is Var and op in self.functions:
-                return True, (*args, self.functions[op].body)
-            return False, ()  # an unknown function value
-        if t is Tuple:
-            return True, node.fields
-        if t is TupleGetItem:
-            return True, (node.tuple_value,)
-        if t is Let:
-            if type(node.value) is Function:
-                self.functions[node.var] = node.value
-            return True, (node.value, node.body)
-        if t is If:
-            return True, (node.cond, node.true_branch, node.false_branch)
-        return True, ()  # vars, constants, global vars, ops, function literals

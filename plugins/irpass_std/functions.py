@@ -60,7 +60,8 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
-from .normal_form import EffectAnalysis, closure_free_vars, value_children
+from .effects import EffectAnalysis
+from .normal_form import closure_free_vars, effects_of, value_children
 
 if TYPE_CHECKING:
     from irpass.ir import Expr, Type
@@ -447,7 +448,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
             "not inlining recursive functions marked Inline=1 (left as calls): "
             + ", ".join("@" + n for n in recursive)
         )
-    effects = EffectAnalysis(mod)
+    effects = effects_of(mod)
     bodies: dict[str, Function] = {}  # the Inline functions, their own calls inlined
     new_funcs: dict[str, Function] = {}
     changed = False

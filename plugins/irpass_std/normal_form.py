@@ -52,8 +52,9 @@ ToANormalForm of a pure dataflow function is structurally equal to it.
 
 Both passes are linear in the size of the program and never recurse along
 its depth (only along the nesting of function definitions). Two helpers are
-shared with :mod:`.functions`: :class:`EffectAnalysis` (which values may have
-effects) and :func:`closure_free_vars` (the free vars of every closure).
+shared with :mod:`.functions`: :func:`effects_of` (which values may have
+effects: the :mod:`.effects` analysis as these passes use it) and
+:func:`closure_free_vars` (the free vars of every closure).
 """
 
 from __future__ import annotations
@@ -73,10 +74,11 @@ from irpass.ir import (
     Tuple,
     TupleGetItem,
     Var,
-    post_order_visit,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
+
+from .effects import Callees, EffectAnalysis, World
 
 if TYPE_CHECKING:
     from irpass.ir import Expr
@@ -88,8 +90,8 @@ __all__ = [
     "ToGraphNormalForm",
     "to_a_normal_form",
     "to_graph_normal_form",
-    "EffectAnalysis",
     "closure_free_vars",
+    "effects_of",
 ]
 
 CONFIG_OPTIONS: list[ConfigOption] = []
@@ -118,68 +120,15 @@ def _is_atom(expr: Expr) -> bool:
     return t in _ATOM_TYPES or (t is Function and _is_primitive(expr))
 
 
-# -- effects ---------------------------------------------------------------------------
+def effects_of(mod: IRModule) -> EffectAnalysis:
+    """Which values of ``mod`` may have effects, as ToGraphNormalForm and Inline see it.
 
-
-class EffectAnalysis:
-    """Which expressions of a module may have effects when evaluated.
-
-    Effects come only from calls of ops registered ``stateful``. In a module
-    that calls none, nothing has effects (``pure`` is true). Otherwise an
-    expression may have effects when its evaluation (not entering function
-    bodies: making a closure does nothing) calls a stateful op or calls
+    In a module that calls no stateful op anywhere nothing has effects;
+    otherwise a value may have effects when it calls a stateful op or calls
     anything that is not an op (a global function, a closure: conservatively,
-    its body might). Answers are computed bottom-up once per node.
+    its body might).
     """
-
-    def __init__(self, mod: IRModule) -> None:
-        found: list[bool] = []
-
-        def look(node: Expr) -> None:
-            if type(node) is Call and type(node.op) is Op and node.op.stateful:
-                found.append(True)
-
-        for _gv, func in mod.items():
-            if not found:
-                post_order_visit(func, look)
-        #: True when the module calls no stateful op anywhere.
-        self.pure = not found
-        self._memo: dict[Expr, bool] = {}
-
-    def may_have_effects(self, expr: Expr) -> bool:
-        """Whether evaluating ``expr`` may have an effect (see the class docstring)."""
-        if self.pure or _is_atom(expr):
-            return False
-        memo = self._memo
-        known = memo.get(expr)
-        if known is not None:
-            return known
-
-        # An explicit post-order that stops at known nodes and at function bodies,
-        # so asking about many overlapping values stays linear overall.
-        stack = [expr]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            t = type(node)
-            if t is Function or t in _ATOM_TYPES:
-                memo[node] = False
-                stack.pop()
-                continue
-            if t is Call and (type(node.op) is not Op or node.op.stateful):
-                memo[node] = True
-                stack.pop()
-                continue
-            kids = value_children(node)
-            todo = [c for c in kids if c not in memo]
-            if todo:
-                stack.extend(todo)
-                continue
-            stack.pop()
-            memo[node] = any([memo[c] for c in kids])
-        return memo[expr]
+    return EffectAnalysis(mod, Callees.NONE, World.MODULE)
 
 
 def value_children(node: Expr) -> tuple[Expr, ...]:
@@ -332,11 +281,14 @@ def _wrap(scope: _Scope, tail: Expr) -> Expr:
         if origin is not None and origin.value is value and origin.body is body:
             body = origin
         else:
-            body = Let(var, value, body)
+            body = _unchecked_let(var, value, body)
     return body
 
 
-# A marker in the post-order: bind the let's var here (its value is done, its body not).
+# States of the post-order walk (pushed after their node). _BIND is also a marker in
+# the post-order: bind the let's var here (its value is done, its body not).
+_ENTER = object()  # first visit: push the children
+_DONE = object()  # children done: the node goes into the post-order
 _BIND = object()
 
 
@@ -357,85 +309,106 @@ class _ANormalizer:
         root = func.body
         if _is_atom(root):
             return func
-        order, uses, islands, direct, direct_lets = self._walk(root)
+        order, islands, direct, direct_lets, nested = self._walk(root)
         top = _Scope(None)
-        scope, sub = self._place(order, root, top, islands)
+        if nested:
+            scope, sub = self._place(order, root, top, islands)
+        else:  # one scope (no if, no closure): every node is bound in the body's
+            scope, sub = None, {}
         new_body = self._emit(order, scope, sub, islands, direct, direct_lets, root, top)
         if new_body is root:
             return func
-        return Function(func.params, new_body, func.ret_type, func.attrs)
+        return _unchecked_function(func.params, new_body, func.ret_type, func.attrs)
 
-    # Step 1: post-order (with _BIND markers) and use counts.
-    def _walk(self, root: Expr) -> tuple[list, dict, set, dict, set]:
+    # Step 1: post-order (with _BIND markers) and use counts; whether there is more than
+    # one scope. The stack holds flat (node, state) pairs, the common cases are tested
+    # first and the atom test is inlined: this loop runs once per node.
+    def _walk(self, root: Expr) -> tuple[list, set, dict, set, bool]:
         order: list = []
+        emit = order.append
         uses: dict[Expr, int] = {root: 0}
+        count = uses.get
         islands: set[Function] = set()
         expanded: set[Expr] = set()
-        stack: list = [(root, False)]
+        expand = expanded.add
+        binds: list[Let] = []  # the lets, in the order of their _BIND markers
+        scopes: list[Expr] = []  # the ifs and functions met: they may open scopes
+        atoms = _ATOM_TYPES
+        stack: list = [root, _ENTER]
         push = stack.append
         pop = stack.pop
         while stack:
-            node, state = pop()
-            if state is True:
-                order.append(node)
+            state = pop()
+            node = pop()
+            if state is _DONE:
+                emit(node)
                 continue
             if state is _BIND:
-                order.append((node,))
+                emit((node,))
+                binds.append(node)
                 continue
             if node in expanded:
                 continue
-            expanded.add(node)
+            expand(node)
             t = type(node)
-            if t is Let:
+            if t is Call:
+                op = node.op
+                kids = node.args if type(op) is Op or _is_atom(op) else (op, *node.args)
+            elif t is Let:
                 value = node.value
+                body = node.body
                 if type(value) is Function and not _is_primitive(value):
                     if node.var in self._free_vars(value):
                         islands.add(value)  # letrec: converted on its own
-                push((node, True))
-                kids: tuple[Expr, ...] = (node.body,)
-                for kid in kids + (value,):
+                # Popped in this order: the value, the _BIND marker, the body, the let.
+                push(node)
+                push(_DONE)
+                for i, kid in enumerate((body, value)):
+                    if i:
+                        push(node)
+                        push(_BIND)
                     if not _is_atom(kid):
-                        uses[kid] = uses.get(kid, 0) + 1
-                if not _is_atom(node.body) and node.body not in expanded:
-                    push((node.body, False))
-                push((node, _BIND))
-                if not _is_atom(value) and value not in expanded:
-                    push((value, False))
+                        uses[kid] = count(kid, 0) + 1
+                        if kid not in expanded:
+                            push(kid)
+                            push(_ENTER)
                 continue
-            if t is Call:
-                op = node.op
-                kids = node.args if _is_atom(op) else (op, *node.args)
             elif t is Tuple:
                 kids = node.fields
             elif t is TupleGetItem:
                 kids = (node.tuple_value,)
             elif t is If:
                 kids = (node.cond, node.true_branch, node.false_branch)
+                scopes.append(node)
             elif t is Function:
                 kids = () if node in islands else (node.body,)
+                scopes.append(node)
             else:
                 kids = ()
-            push((node, True))
+            push(node)
+            push(_DONE)
             for kid in reversed(kids):
                 tk = type(kid)
-                if tk not in _ATOM_TYPES and (tk is not Function or not _is_primitive(kid)):
-                    uses[kid] = uses.get(kid, 0) + 1
-                    if kid not in expanded:
-                        push((kid, False))
+                if tk in atoms or (tk is Function and _is_primitive(kid)):
+                    continue
+                uses[kid] = count(kid, 0) + 1
+                if kid not in expanded:
+                    push(kid)
+                    push(_ENTER)
         # A let's value used by that let only is bound to the let's own var. If the
         # value is itself a let (chain) used once, its final body is the one bound.
         direct: dict[Expr, tuple[Var, Let]] = {}
         direct_lets: set[Let] = set()
-        for item in order:
-            if type(item) is tuple and type(item[0]) is Let:
-                let = item[0]
-                target = let.value
-                while type(target) is Let and uses.get(target) == 1:
-                    target = target.body
-                if type(target) is not Let and uses.get(target) == 1 and target not in direct:
-                    direct[target] = (let.var, let)
-                    direct_lets.add(let)
-        return order, uses, islands, direct, direct_lets
+        for let in binds:
+            target = let.value
+            while type(target) is Let and count(target) == 1:
+                target = target.body
+            if type(target) is not Let and count(target) == 1 and target not in direct:
+                direct[target] = (let.var, let)
+                direct_lets.add(let)
+        # Letrec functions are converted on their own: they open no scope here.
+        nested = any(type(n) is If or n not in islands for n in scopes)
+        return order, islands, direct, direct_lets, nested
 
     # Step 2: the scope of every node, parents first.
     @staticmethod
@@ -445,46 +418,53 @@ class _ANormalizer:
         scope: dict[Expr, _Scope] = {root: top}
         sub: dict[Expr, object] = {}  # If -> (then scope, else scope); Function -> body scope
         get = scope.get
+        atoms = _ATOM_TYPES
         for node in reversed(order):
-            if type(node) is tuple:
-                continue
-            s = scope[node]
             t = type(node)
             if t is Call:
                 op = node.op
-                edges = [(a, s) for a in node.args]
-                if not _is_atom(op):
-                    edges.append((op, s))
+                kids = node.args if type(op) is Op else (*node.args, op)
+            elif t is tuple:  # a _BIND marker
+                continue
             elif t is Tuple:
-                edges = [(f, s) for f in node.fields]
+                kids = node.fields
             elif t is TupleGetItem:
-                edges = [(node.tuple_value, s)]
+                kids = (node.tuple_value,)
             elif t is Let:
-                edges = [(node.value, s), (node.body, s)]
+                kids = (node.value, node.body)
             elif t is If:
+                s = scope[node]
                 then_scope, else_scope = _Scope(s), _Scope(s)
                 sub[node] = (then_scope, else_scope)
-                edges = [(node.cond, s), (node.true_branch, then_scope),
-                         (node.false_branch, else_scope)]
+                _use(scope, node.cond, s)
+                _use(scope, node.true_branch, then_scope)
+                _use(scope, node.false_branch, else_scope)
+                continue
             elif t is Function and node not in islands:
-                body_scope = _Scope(s)
+                body_scope = _Scope(scope[node])
                 sub[node] = body_scope
-                edges = [(node.body, body_scope)]
+                _use(scope, node.body, body_scope)
+                continue
             else:
                 continue
-            for kid, use in edges:
+            # Every child is used in the node's own scope (the inlined form of _use).
+            s = scope[node]
+            for kid in kids:
                 tk = type(kid)
-                if tk in _ATOM_TYPES or (tk is Function and _is_primitive(kid)):
+                if tk in atoms or (tk is Function and _is_primitive(kid)):
                     continue
                 prev = get(kid)
-                scope[kid] = use if prev is None or prev is use else _lca(prev, use)
+                if prev is None:
+                    scope[kid] = s
+                elif prev is not s:
+                    scope[kid] = _lca(prev, s)
         return scope, sub
 
     # Step 3: rebuild and bind, in evaluation order.
     def _emit(
         self,
         order: list,
-        scope: dict[Expr, _Scope],
+        scope: dict[Expr, _Scope] | None,
         sub: dict[Expr, object],
         islands: set[Function],
         direct: dict[Expr, tuple[Var, Let]],
@@ -492,31 +472,38 @@ class _ANormalizer:
         root: Expr,
         top: _Scope,
     ) -> Expr:
+        """Rebuild the nodes of ``order`` on atoms and bind them (all in ``top``
+        when ``scope`` is None)."""
         atom: dict[Expr, Expr] = {}
         get = atom.get
+        bound_to = direct.get
+        flat = scope is None
+        top_bindings = top.bindings
         for item in order:
-            if type(item) is tuple:
+            t = type(item)
+            if t is tuple:
                 let = item[0]
                 if let not in direct_lets:
-                    scope[let].bindings.append((let.var, get(let.value, let.value), let))
+                    bindings = top_bindings if flat else scope[let].bindings  # type: ignore[index]
+                    bindings.append((let.var, get(let.value, let.value), let))
                 continue
             node = item
-            t = type(node)
-            if t is Let:
-                atom[node] = get(node.body, node.body)
-                continue
             if t is Call:
                 op = node.op
                 new_op = get(op, op)
                 args = node.args
-                new_args = tuple([get(a, a) for a in args])
-                # attrs=None for an attribute-less op skips re-checking empty attrs
-                new: Expr = node if new_op is op and new_args == args else Call(
-                    new_op, new_args, node.attrs or None
+                new_args = tuple(map(get, args, args))
+                # The same attrs, the same arity, a callee that is still a valid one
+                # (an op, or an atom naming the same function): nothing to check again.
+                new: Expr = node if new_op is op and new_args == args else _unchecked_call(
+                    new_op, new_args, node.attrs
                 )
+            elif t is Let:
+                atom[node] = get(node.body, node.body)
+                continue
             elif t is Tuple:
                 fields = node.fields
-                new_fields = tuple([get(f, f) for f in fields])
+                new_fields = tuple(map(get, fields, fields))
                 new = node if new_fields == fields else Tuple(new_fields)
             elif t is TupleGetItem:
                 tv = node.tuple_value
@@ -537,19 +524,37 @@ class _ANormalizer:
                 new = _ANormalizer(node, self._fvs).function(node)
             else:  # Function
                 body = _wrap(sub[node], get(node.body, node.body))  # type: ignore[arg-type]
-                new = node if body is node.body else Function(
+                new = node if body is node.body else _unchecked_function(
                     node.params, body, node.ret_type, node.attrs
                 )
-            bound = direct.get(node)
+            bindings = top_bindings if flat else scope[node].bindings  # type: ignore[index]
+            bound = bound_to(node)
             if bound is not None:
                 var, origin = bound
-                scope[node].bindings.append((var, new, origin))
+                bindings.append((var, new, origin))
             else:
-                var = Var(_FRESH_NAME)
-                scope[node].bindings.append((var, new, None))
+                var = _unchecked_var(_FRESH_NAME)
+                bindings.append((var, new, None))
             atom[node] = var
         return _wrap(top, get(root, root))
 
+
+def _use(scope: dict[Expr, _Scope], kid: Expr, use: _Scope) -> None:
+    """Record a use of ``kid`` in scope ``use``: its scope becomes the common ancestor."""
+    if _is_atom(kid):
+        return
+    prev = scope.get(kid)
+    if prev is None:
+        scope[kid] = use
+    elif prev is not use:
+        scope[kid] = _lca(prev, use)
+
+
+# Trusted rebuilds from the parts of valid nodes (see irpass.ir.nodes): no re-checks.
+_unchecked_call = Call._unchecked
+_unchecked_function = Function._unchecked
+_unchecked_let = Let._unchecked
+_unchecked_var = Var._unchecked
 
 def to_a_normal_form(func: Function) -> Function:
     """``func`` in A-normal form (see the module docstring); ``func`` itself if it already is."""
@@ -603,11 +608,11 @@ class _ToGraph(ExprMutator):
 def to_graph_normal_form(func: Function, effects: EffectAnalysis | None = None) -> Function:
     """``func`` with its lets substituted into their uses (see the module docstring).
 
-    ``effects`` tells which values may have effects (by default: an
-    :class:`EffectAnalysis` of a module holding ``func`` alone).
+    ``effects`` tells which values may have effects (by default:
+    :func:`effects_of` a module holding ``func`` alone).
     """
     if effects is None:
-        effects = EffectAnalysis(IRModule({"main": func}))
+        effects = effects_of(IRModule({"main": func}))
     with gc_paused():
         body = _ToGraph(func, effects).visit(func.body)
     if body is func.body:
@@ -649,7 +654,7 @@ def ToGraphNormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
         if not _has_let(func):
             return func
         if not effects:
-            effects.append(EffectAnalysis(mod))
+            effects.append(effects_of(mod))
         return to_graph_normal_form(func, effects[0])
 
     return _map_functions(mod, convert)
