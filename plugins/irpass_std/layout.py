@@ -92,6 +92,7 @@ from irpass.ir import (
     infer_type,
 )
 from irpass.ir.gcpause import gc_paused
+from irpass.plugins import register_registry
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 __all__ = [
@@ -897,7 +898,8 @@ class ConvertLayout:
         return _rewrite(func, mod, ctx, self._hooks)
 
 
-_ALTER_HOOKS: dict[str, AlterLayoutHook] = {}
+# Registered with the test-registry snapshots, so a test's hooks do not outlive it.
+_ALTER_HOOKS: dict[str, AlterLayoutHook] = register_registry({})
 
 
 def register_alter_layout(

@@ -43,6 +43,7 @@ from .specs import (
     PluginSettings,
     PluginWarning,
 )
+from .state import register_registry
 
 __all__ = [
     "Contribution",
@@ -58,6 +59,7 @@ __all__ = [
     "hookimpl",
     "load",
     "register",
+    "register_registry",
 ]
 
 #: Marks a plugin's function as the implementation of the hook it is named after

@@ -11,13 +11,18 @@ test, without the ones installed in the environment::
     def test_my_pass_is_registered():
         with isolated_plugins(PluginSettings(autoload=False, modules=("my_pack.plugin",))):
             assert "MyPass" in irpass.transform.list_passes()
+
+Snapshots also copy and restore the registries plugins keep themselves and
+hand to :func:`irpass.plugins.register_registry`. :meth:`RegistrySnapshot.core_only`
+keeps those registries' contents: they belong to a module, which is imported
+once, not to the plugins a test loads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import formats, plugins
@@ -25,11 +30,26 @@ from ..instrument import registry as instruments
 from ..ir import op as ops
 from ..plugins.manager import CORE, PluginManager
 from ..plugins.specs import PluginSettings
+from ..plugins.state import _EXTRA_REGISTRIES
 from ..transform import config as options
 from ..transform import pipeline
 from ..transform import registry as passes
 
 __all__ = ["RegistrySnapshot", "isolated_plugins"]
+
+
+def _copy_extras() -> list[tuple[Any, Any]]:
+    """``(registry, copy of its contents)`` for every registry plugins registered."""
+    return [(r, r.copy()) for r, _ in _EXTRA_REGISTRIES]
+
+
+def _put_back(registry: dict[Any, Any] | list[Any], contents: dict[Any, Any] | list[Any]) -> None:
+    """Make ``registry`` (the same object) hold ``contents`` again."""
+    if isinstance(registry, dict):
+        registry.clear()
+        registry.update(contents)
+    else:
+        registry[:] = contents
 
 
 @dataclass
@@ -44,6 +64,8 @@ class RegistrySnapshot:
     insertions: list[Any]
     manager: PluginManager | None
     manager_state: Any = None
+    # (registry, contents) of the registries plugins keep themselves (register_registry).
+    extras: list[tuple[Any, Any]] = field(default_factory=list)
 
     @classmethod
     def take(cls) -> RegistrySnapshot:
@@ -51,7 +73,8 @@ class RegistrySnapshot:
         return cls(dict(passes._PASSES), dict(options._OPTIONS), dict(ops._REGISTRY),
                    dict(instruments._INSTRUMENTS), dict(formats._BY_SUFFIX),
                    list(pipeline._INSERTIONS), plugins._manager,
-                   plugins._manager._state() if plugins._manager is not None else None)
+                   plugins._manager._state() if plugins._manager is not None else None,
+                   _copy_extras())
 
     def restore(self) -> None:
         """Put the copied state back (the registries are updated in place)."""
@@ -61,6 +84,10 @@ class RegistrySnapshot:
             live.clear()
             live.update(saved)
         pipeline._INSERTIONS[:] = self.insertions
+        saved_extras = {id(r): c for r, c in self.extras}
+        for registry, initial in _EXTRA_REGISTRIES:
+            # Registered after this snapshot: back to its contents when registered.
+            _put_back(registry, saved_extras.get(id(registry), initial))
         plugins._manager = self.manager
         if self.manager is not None:
             self.manager._restore_state(self.manager_state)
@@ -75,7 +102,8 @@ class RegistrySnapshot:
             own(self.passes, lambda e: e.owner), own(self.options, lambda o: o.owner),
             own(self.ops, lambda o: o.owner), own(self.instruments, lambda e: e.owner),
             own(self.formats, lambda e: e.owner),
-            [(o, i) for o, i in self.insertions if o == CORE], None)
+            [(o, i) for o, i in self.insertions if o == CORE], None,
+            extras=[(r, c.copy()) for r, c in self.extras])
 
 
 @contextmanager

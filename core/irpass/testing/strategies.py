@@ -165,9 +165,12 @@ class _Builder:
             name = "tanh"
             a = self.pick(scope)
         assert a is not None
-        bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0, "exp": float(np.exp(a.bound))}.get(
-            name, a.bound
-        )
+        if name == "exp":
+            # Only here: exp of the (possibly huge) bound of an operand of another op
+            # would overflow and warn for nothing.
+            bound = float(np.exp(a.bound))
+        else:
+            bound = {"tanh": 1.0, "sigmoid": 1.0, "erf": 1.0}.get(name, a.bound)
         return _Value(Call(Op.get(name), [a.expr]), a.shape, bound)
 
     def _binary(self, scope: _Scope) -> _Value | None:
