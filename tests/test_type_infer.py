@@ -143,15 +143,28 @@ def test_a_conflicting_cached_type_is_not_overwritten_but_copied():
     assert x.checked_type == F32_3  # unchanged nodes are shared and typed in place
 
 
+def _concat_rel(types, attrs):
+    """Joins two vectors: every level of a doubling chain has a new type."""
+    REL_CALLS["n"] += 1
+    a, b = types
+    return TensorType((a.shape[0] + b.shape[0],), a.dtype)
+
+
+CONCAT = register_op("test_ti.concat", num_inputs=2, type_rel=_concat_rel,
+                     kernel=lambda a, at: np.concatenate(a), pattern=OpPattern.INJECTIVE,
+                     owner="tests", override=True)
+
+
 def test_shared_nodes_are_inferred_once():
     x = var("x", shape=(3,))
     e = x
     for _ in range(60):  # 2**60 paths: only memoization makes this finish
-        e = add(e, e)
+        e = Call(CONCAT, [e, e])
     REL_CALLS["n"] = 0
     infer_type(e)
+    # Every level has new argument types, so the relation runs once per node.
     assert REL_CALLS["n"] == 60
-    assert e.checked_type == F32_3
+    assert e.checked_type == TensorType((3 * 2**60,), "float32")
 
 
 def test_closure_called_through_a_var():
@@ -182,6 +195,158 @@ def test_unannotated_self_calling_let_function_is_an_error():
     rec = Function([n], Call(f, [n]))
     with pytest.raises(TypeInferenceError, match=r"%f has no type.*annotation"):
         infer_type(Let(f, rec, Call(f, [const(1.0)])))
+
+
+# -- the memo of op-call types --------------------------------------------------------------
+
+MEMO_CALLS = {"n": 0}
+
+
+def _counted_first(types, attrs):
+    MEMO_CALLS["n"] += 1
+    return types[0]
+
+
+def _not_int32(types, attrs):
+    MEMO_CALLS["n"] += 1
+    if types[0].dtype == "int32":
+        raise ValueError("int32 is not accepted")
+    return types[0]
+
+
+def _by_flag_kind(types, attrs):
+    """The result dtype tells the kind of the flag value, which ``==`` does not."""
+    MEMO_CALLS["n"] += 1
+    flag = attrs.flag
+    inner = flag[0] if isinstance(flag, tuple) else flag
+    dtype = {bool: "bool", int: "int32", float: "float32"}[type(inner)]
+    return TensorType((len(flag) if isinstance(flag, tuple) else 1,), dtype)
+
+
+COUNTED = register_op("test_ti.counted", num_inputs=1, type_rel=_counted_first,
+                      kernel=lambda a, at: a[0], pattern=OpPattern.ELEMWISE,
+                      owner="tests", override=True)
+NOT_INT32 = register_op("test_ti.not_int32", num_inputs=1, type_rel=_not_int32,
+                        kernel=lambda a, at: a[0], pattern=OpPattern.ELEMWISE,
+                        owner="tests", override=True)
+# The converter keeps the value as given, so flag=True, 1 and 1.0 all reach the relation.
+BY_FLAG_KIND = register_op("test_ti.by_flag_kind", num_inputs=1, type_rel=_by_flag_kind,
+                           kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
+                           attrs=[AttrField("flag", lambda v, where: v, 0)],
+                           owner="tests", override=True)
+
+
+def test_memo_keeps_calls_with_different_attrs_apart():
+    x = var("x", shape=(3,))
+    calls = [Call(REPEAT, [x], {"times": k}) for k in (2, 3, 2, 3, 1)]
+    infer_type(Tuple(calls))
+    assert [c.checked_type.shape for c in calls] == [(6,), (9,), (6,), (9,), (3,)]
+
+
+def test_memo_keeps_calls_with_different_argument_types_apart():
+    args = [var("a", shape=(3,)), var("b", shape=(3,), dtype="int8"), var("c", shape=(3,)),
+            var("d", shape=(2,)), var("e", shape=(3,), dtype="int8")]
+    calls = [Call(COUNTED, [a]) for a in args]
+    MEMO_CALLS["n"] = 0
+    infer_type(Tuple(calls))
+    assert [c.checked_type for c in calls] == [a.type_annotation for a in args]
+    # Equal calls share one run of the relation: three distinct argument types.
+    assert MEMO_CALLS["n"] == 3
+
+
+def test_memo_keeps_attr_values_of_different_kinds_apart():
+    x = var("x", shape=(3,))
+    flags = [1, True, 1.0, 1, (1,), (True,), (1.0,), (True,), 0]
+    calls = [Call(BY_FLAG_KIND, [x], {"flag": f}) for f in flags]
+    assert calls[0].attrs == calls[1].attrs == calls[2].attrs  # == cannot tell them apart
+    infer_type(Tuple(calls))
+    dtypes = [c.checked_type.dtype for c in calls]
+    assert dtypes == ["int32", "bool", "float32", "int32", "int32", "bool", "float32", "bool",
+                      "int32"]
+
+
+def test_a_failing_relation_is_reported_for_every_call_with_its_node():
+    f32 = var("x", shape=(3,))
+    i32 = var("y", shape=(3,), dtype="int32")
+    MEMO_CALLS["n"] = 0
+    for _ in range(3):
+        # The same call signature fails each time, naming the node of this program,
+        # also after a call of the op succeeded in the same run.
+        ok, bad = Call(NOT_INT32, [f32]), Call(NOT_INT32, [i32])
+        with pytest.raises(TypeInferenceError, match="int32 is not accepted") as info:
+            infer_type(Function([f32, i32], Tuple([ok, Call(NOT_INT32, [f32]), bad])))
+        assert info.value.expr is bad
+        assert bad._checked_type is None
+    # Per program: the good signature once (then remembered), the bad one once.
+    assert MEMO_CALLS["n"] == 6
+
+
+def test_a_failing_call_after_an_equal_remembered_one_still_fails():
+    # The first call's argument type becomes, through the memo, the type of later
+    # nodes; a failing call among them is still run and reported.
+    x = var("x", shape=(3,), dtype="int8")
+    first = Call(COUNTED, [x])
+    second = Call(COUNTED, [first])
+    bad = Call(NOT_INT32, [Call(CAST_I32, [second])])
+    with pytest.raises(TypeInferenceError) as info:
+        infer_type(Tuple([first, second, bad]))
+    assert info.value.expr is bad
+
+
+CAST_I32 = register_op("test_ti.cast_i32", num_inputs=1,
+                       type_rel=lambda ts, at: TensorType(ts[0].shape, "int32"),
+                       kernel=lambda a, at: a[0].astype("int32"), pattern=OpPattern.ELEMWISE,
+                       owner="tests", override=True)
+
+
+class _OpaqueType(irpass.ir.Type):
+    """A plugin's type that cannot be hashed: calls on it are not memoized."""
+
+    __slots__ = ("tag",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __eq__(self, other):
+        return isinstance(other, _OpaqueType) and self.tag == other.tag
+
+
+def test_calls_on_types_of_other_classes_are_not_memoized():
+    opaque = _OpaqueType("handle")
+    h = Var("h", opaque)
+    inner = Call(COUNTED, [h])
+    calls = [inner, Call(COUNTED, [h]), Call(COUNTED, [inner]),
+             Call(COUNTED, [Var("t", TupleType([F32_3, opaque]))])]
+    MEMO_CALLS["n"] = 0
+    infer_type(Tuple(calls))
+    assert MEMO_CALLS["n"] == 4
+    assert calls[2].checked_type is opaque
+    assert calls[3].checked_type == TupleType([F32_3, opaque])
+
+
+def test_memo_stops_in_a_program_of_distinct_calls_with_the_same_results():
+    x = var("x", shape=(1,))
+    e = x
+    for _ in range(400):  # 400 distinct argument types: the memo gives up on them
+        e = Call(CONCAT, [e, x])
+    y = var("y", shape=(2,))
+    repeated = [Call(COUNTED, [y]) for _ in range(50)]
+    MEMO_CALLS["n"] = 0
+    infer_type(Function([x, y], Tuple([e, *repeated])))
+    assert e.checked_type == TensorType((401,), "float32")
+    assert all(c.checked_type == y.type_annotation for c in repeated)
+    assert MEMO_CALLS["n"] == 50  # the relation is asked for every call again
+
+
+def test_constants_of_one_shape_and_different_dtypes_in_one_program():
+    datas = [np.zeros((2,), "float32"), np.zeros((2,), "int32"), np.zeros((2,), ">f4"),
+             np.zeros((2, 1), "float32"), np.zeros((2,), "float32")]
+    consts = [Constant(d) for d in datas]
+    infer_type(Tuple(consts))
+    assert [c.checked_type for c in consts] == [
+        TensorType((2,), "float32"), TensorType((2,), "int32"), TensorType((2,), "float32"),
+        TensorType((2, 1), "float32"), TensorType((2,), "float32")]
 
 
 # -- errors --------------------------------------------------------------------------------

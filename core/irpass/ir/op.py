@@ -54,6 +54,8 @@ __all__ = [
 
 #: ``type_rel(arg_types, attrs) -> Type``; raises TypeError/ValueError with a
 #: plain message when the arguments do not fit (type inference adds the context).
+#: It must be a pure function of its arguments: one inference run may reuse the
+#: result for every call of the op with equal argument types and attrs.
 TypeRelation = Callable[[tuple[Type, ...], Attrs], Type]
 #: ``kernel(args, attrs) -> ndarray | tuple``: computes the op on numpy values.
 #: Op arithmetic is IEEE's (overflow gives inf, an invalid operation nan), so a

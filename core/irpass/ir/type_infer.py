@@ -28,7 +28,12 @@ Rules, by node kind:
 * ``Constant``: ``TensorType(data.shape, data.dtype)``.
 * ``Tuple`` / ``TupleGetItem``: tuple of the field types / the selected field.
 * ``Call`` of an ``Op``: whatever the op's type relation returns for the
-  argument types and the call's attrs.
+  argument types and the call's attrs. A relation is a pure function of
+  those, so one run of inference asks it once per distinct (op, attrs,
+  argument types) and gives equal calls the same result object (unless most
+  calls of the program are distinct, when remembering them does not pay; see
+  ``_Inferrer.op_call_type``); a relation that raises is asked again, and
+  reported, for every call.
 * ``Call`` of anything else (a ``GlobalVar``, a ``Function``, a var holding a
   closure, ...): the callee must have a ``FuncType`` whose argument types equal
   the argument types; the call has its ``ret_type``.
@@ -54,7 +59,9 @@ the program, so dataflow chains, let chains, nested functions and chains of
 calls between global functions can all be arbitrarily deep. Every node is
 visited once per call (a shared sub-expression is inferred once), and the
 copy on a conflict is one more pass over the table, so the work is linear in
-the size of the program.
+the size of the program. Programs repeat a few distinct op calls many times,
+so most calls cost a lookup in the memo of op-call types rather than a run
+of their type relation.
 """
 
 from __future__ import annotations
@@ -63,9 +70,9 @@ import weakref
 from typing import TypeVar
 
 from ..errors import TypeInferenceError
+from .attrs import EMPTY_ATTRS, Attrs
 from .describe import describe
 from .expr import Expr
-from .expr import _set as _set_type  # set_checked_type without the call overhead
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
@@ -74,6 +81,9 @@ from .types import FuncType, TensorType, TupleType, Type
 __all__ = ["infer_type", "infer_type_and_free_vars"]
 
 _T = TypeVar("_T", bound="Expr | IRModule")
+
+# Stores a node's checked_type: the slot's setter, without the name lookup of setattr.
+_set_checked_type = Expr._checked_type.__set__  # type: ignore[attr-defined]
 
 #: The type an ``If`` condition must have.
 BOOL_SCALAR = TensorType((), "bool")
@@ -88,6 +98,13 @@ _LET_BODY = 2  # a let's value is done, its body is not
 
 # A label longer than this many nesting levels is shortened in messages.
 _MAX_LABEL_LEVELS = 6
+
+# The budget of the memo of op-call types (see _Inferrer.op_call_type): misses it
+# allows at the start, what a hit earns, and its cap (so that a long repetitive
+# stretch does not keep the memo on through a long distinct one after it).
+_START_BUDGET = 256
+_HIT_CREDIT = 4
+_MAX_BUDGET = 4096
 
 
 # Modules whose every node carries its inferred type. Modules and nodes are
@@ -163,6 +180,18 @@ class _Inferrer:
         self.global_funcs: set[Function] = set()
         # Annotated vars met before any binding of them: the free vars, in order.
         self.unbound: list[Var] = []
+        # Memo of op-call types (see ``op_call_type``). ``rel_hits`` is keyed by
+        # identities: (id(op), id(attrs), id(arg type), ...). Each id must stay the id of
+        # that object for the run: the op and attrs are held by the call, a key of
+        # ``types``; ``rel_keep`` holds the argument types. ``rel_results`` is keyed by
+        # value: (op, attrs, kinds of the attr values, arg types).
+        self.rel_hits: dict[tuple, Type] = {}
+        self.rel_keep: list[tuple[Type, ...]] = []
+        self.rel_results: dict[tuple, Type] = {}
+        self.attr_kinds: dict[tuple, tuple] = {}  # one object per distinct kinds tuple
+        self.rel_budget = _START_BUDGET  # see op_call_type
+        # Constant types by (shape, numpy dtype): one TensorType per distinct pair.
+        self.const_types: dict[tuple, TensorType] = {}
         if mod is not None:
             for gv, func in mod.items():
                 self.labels.setdefault(func, (None, f"@{gv.name_hint}"))
@@ -201,14 +230,22 @@ class _Inferrer:
         shared with another program keep the types they have there.
         """
         types = self.types
-        conflicts = [
-            n
-            for n, t in types.items()
-            if (old := n._checked_type) is not None and old is not t and old != t
-        ]
+        conflicts = []
+        # A program typed before holds few distinct type objects: remember which old
+        # one was found equal to which new one rather than comparing each node's.
+        # (The old types stay alive on their nodes, so their ids are not reused.)
+        equal_to: dict[int, Type] = {}
+        for n, t in types.items():
+            old = n._checked_type
+            if old is None or old is t or equal_to.get(id(old)) is t:
+                continue
+            if old != t:
+                conflicts.append(n)
+            else:
+                equal_to[id(old)] = t
         if not conflicts:
             for n, t in types.items():
-                _set_type(n, "_checked_type", t)
+                _set_checked_type(n, t)
             return {}
         conflicting = set(conflicts)
         remap: dict[Expr, Expr] = {}
@@ -217,59 +254,79 @@ class _Inferrer:
                 new = _rebuild(n, remap)
                 remap[n] = new
                 n = new
-            _set_type(n, "_checked_type", t)
+            _set_checked_type(n, t)
         return remap
 
     # -- the work loop ------------------------------------------------------------------
     def run(self, root: Expr) -> None:
-        """Infer ``root`` and everything below it with an explicit stack."""
+        """Infer ``root`` and everything below it with an explicit stack.
+
+        Each turn of the loop handles ``node`` in ``state``. Where a node would
+        push its last child to enter and pop it at once, it takes the child up
+        directly (``node = child; continue``), and a node whose children are
+        all typed goes on to its next state without the stack: the order of
+        the work (hence which error of an ill-typed program is reported) is
+        that of the plain push/pop walk, most nodes just cost no stack traffic.
+        """
         types = self.types
         if root in types:
             return
         # The stack holds (node, state) pairs flattened: ``..., node, state``.
         # Pushing existing objects and small ints allocates nothing, which keeps
         # the garbage collector from rescanning a huge program again and again.
-        stack: list = [root, _ENTER]
+        stack: list = []
         push = stack.append
         pop = stack.pop
         var_types = self.var_types
-        while stack:
-            state = pop()
-            node = pop()
+        rel_hits = self.rel_hits
+        const_types = self.const_types
+        node: Expr = root
+        state = _ENTER
+        while True:
             t = type(node)
-            if state == _ENTER:
-                if node in types:
-                    continue
+            if state == _ENTER and node not in types:
                 if t is Call:
-                    push(node)
-                    push(_EXIT)
-                    for a in reversed(node.args):
-                        if a not in types:
-                            push(a)
-                            push(_ENTER)
                     op = node.op
-                    if type(op) is not Op and op not in types:
-                        push(op)
-                        push(_ENTER)
+                    if type(op) is Op:
+                        # Push the arguments still to do (the first one is taken up
+                        # now); with none, the call is typed right away. A call of one
+                        # argument, the most common, is spelled out.
+                        args = node.args
+                        if len(args) == 1:
+                            last = args[0]
+                            if last in types:
+                                last = None
+                            else:
+                                push(node)
+                                push(_EXIT)
+                        else:
+                            last = None
+                            for a in reversed(args):
+                                if a not in types:
+                                    if last is None:
+                                        push(node)
+                                        push(_EXIT)
+                                    else:
+                                        push(last)
+                                        push(_ENTER)
+                                    last = a
+                        if last is not None:
+                            node = last
+                            continue
+                        state = _EXIT
+                    else:
+                        push(node)
+                        push(_EXIT)
+                        for a in reversed(node.args):
+                            if a not in types:
+                                push(a)
+                                push(_ENTER)
+                        if op not in types:
+                            push(op)
+                            push(_ENTER)
                 elif t is Var:
                     ty = var_types.get(node)
                     types[node] = ty if ty is not None else self.var_type(node)
-                elif t is Constant:
-                    data = node.data
-                    types[node] = TensorType(data.shape, data.dtype.name)
-                elif t is Tuple:
-                    push(node)
-                    push(_EXIT)
-                    for f in reversed(node.fields):
-                        if f not in types:
-                            push(f)
-                            push(_ENTER)
-                elif t is TupleGetItem:
-                    push(node)
-                    push(_EXIT)
-                    if node.tuple_value not in types:
-                        push(node.tuple_value)
-                        push(_ENTER)
                 elif t is Let:
                     value = node.value
                     if type(value) is Function:
@@ -279,25 +336,65 @@ class _Inferrer:
                         if node.var.type_annotation is not None:
                             # letrec: the function may call itself through its annotated var.
                             var_types[node.var] = node.var.type_annotation
-                    push(node)
-                    push(_LET_BODY)
                     if value not in types:
-                        push(value)
-                        push(_ENTER)
+                        push(node)
+                        push(_LET_BODY)
+                        node = value
+                        continue
+                    state = _LET_BODY
+                elif t is Constant:
+                    data = node.data
+                    key = (data.shape, data.dtype)
+                    ty = const_types.get(key)
+                    if ty is None:
+                        ty = const_types[key] = TensorType(data.shape, data.dtype.name)
+                    types[node] = ty
+                elif t is Tuple:
+                    last = None
+                    for f in reversed(node.fields):
+                        if f not in types:
+                            if last is None:
+                                push(node)
+                                push(_EXIT)
+                            else:
+                                push(last)
+                                push(_ENTER)
+                            last = f
+                    if last is not None:
+                        node = last
+                        continue
+                    state = _EXIT
+                elif t is TupleGetItem:
+                    value = node.tuple_value
+                    if value not in types:
+                        push(node)
+                        push(_EXIT)
+                        node = value
+                        continue
+                    state = _EXIT
                 elif t is If:
-                    push(node)
-                    push(_EXIT)
+                    last = None
                     for child in (node.false_branch, node.true_branch, node.cond):
                         if child not in types:
-                            push(child)
-                            push(_ENTER)
+                            if last is None:
+                                push(node)
+                                push(_EXIT)
+                            else:
+                                push(last)
+                                push(_ENTER)
+                            last = child
+                    if last is not None:
+                        node = last
+                        continue
+                    state = _EXIT
                 elif t is Function:
                     self.enter_function(node)
-                    push(node)
-                    push(_EXIT)
                     if node.body not in types:
-                        push(node.body)
-                        push(_ENTER)
+                        push(node)
+                        push(_EXIT)
+                        node = node.body
+                        continue
+                    state = _EXIT
                 elif t is GlobalVar:
                     func = self.global_function(node)
                     if func in types:
@@ -307,29 +404,14 @@ class _Inferrer:
                     else:
                         push(node)
                         push(_EXIT)
-                        push(func)
-                        push(_ENTER)
+                        node = func
+                        continue
                 elif t is Op:
                     self.fail(node, f"op {node.name!r} is used as a value; ops can only be called")
                 else:
                     raise TypeError(f"infer_type: unknown node kind {t.__name__}")
-            elif state == _EXIT:
-                if t is Call:
-                    types[node] = self.call_type(node)
-                elif t is Tuple:
-                    types[node] = TupleType(tuple(types[f] for f in node.fields))
-                elif t is TupleGetItem:
-                    types[node] = self.getitem_type(node)
-                elif t is Let:
-                    types[node] = types[node.body]
-                elif t is If:
-                    types[node] = self.if_type(node)
-                elif t is Function:
-                    types[node] = self.function_type(node)
-                    self.exit_function(node)
-                else:  # GlobalVar whose function was inferred on demand
-                    types[node] = types[self.global_function(node)]
-            else:  # _LET_BODY: the value is done; bind the var, then do the body
+            if state == _LET_BODY:
+                # The value is done: bind the var, then do the body.
                 v = node.var
                 ty = types[node.value]
                 ann = v.type_annotation
@@ -341,11 +423,53 @@ class _Inferrer:
                     )
                 var_types[v] = ty
                 types[v] = ty
-                push(node)
-                push(_EXIT)
-                if node.body not in types:
-                    push(node.body)
-                    push(_ENTER)
+                body = node.body
+                if body not in types:
+                    push(node)
+                    push(_EXIT)
+                    node = body
+                    state = _ENTER
+                    continue
+                state = _EXIT
+            if state == _EXIT:
+                if t is Call:
+                    op = node.op
+                    if type(op) is Op:
+                        # The memo of op-call types by identity (see op_call_type);
+                        # one- and two-argument calls spelled out, they are most. A key
+                        # of ints only is not tracked by the garbage collector.
+                        args = node.args
+                        n = len(args)
+                        if n == 1:
+                            key = (id(op), id(node.attrs), id(types[args[0]]))
+                        elif n == 2:
+                            a, b = args
+                            key = (id(op), id(node.attrs), id(types[a]), id(types[b]))
+                        else:
+                            key = (id(op), id(node.attrs), *[id(types[a]) for a in args])
+                        ty = rel_hits.get(key)
+                        if ty is None:
+                            ty = self.op_call_type(node, op, key)
+                        types[node] = ty
+                    else:
+                        types[node] = self.call_type(node)
+                elif t is Let:
+                    types[node] = types[node.body]
+                elif t is Tuple:
+                    types[node] = TupleType(tuple(types[f] for f in node.fields))
+                elif t is TupleGetItem:
+                    types[node] = self.getitem_type(node)
+                elif t is If:
+                    types[node] = self.if_type(node)
+                elif t is Function:
+                    types[node] = self.function_type(node)
+                    self.exit_function(node)
+                else:  # GlobalVar whose function was inferred on demand
+                    types[node] = types[self.global_function(node)]
+            if not stack:
+                return
+            state = pop()
+            node = pop()
 
     # -- context for messages -----------------------------------------------------------
     def label(self, func: Function) -> str:
@@ -452,12 +576,10 @@ class _Inferrer:
         return FuncType(tuple(p.type_annotation for p in func.params), func.ret_type)
 
     def call_type(self, call: Call) -> Type:
+        """The type of a call of a function-valued expression (not of an op)."""
         types = self.types
         arg_types = tuple(types[a] for a in call.args)
-        op = call.op
-        if type(op) is Op:
-            return self.op_call_type(call, op, arg_types)
-        callee_type = types[op]
+        callee_type = types[call.op]
         if not isinstance(callee_type, FuncType):
             self.fail(call, f"the callee has type {callee_type}, which is not a function type")
         expected = callee_type.arg_types
@@ -476,9 +598,45 @@ class _Inferrer:
                 )
         return callee_type.ret_type
 
-    def op_call_type(self, call: Call, op: Op, arg_types: tuple[Type, ...]) -> Type:
+    def op_call_type(self, call: Call, op: Op, hit_key: tuple) -> Type:
+        """The type of a call of ``op``, from its type relation or the memo.
+
+        A type relation is a pure function of the argument types and the attrs,
+        and programs repeat the same few calls, so the result is remembered for
+        the run. By value (``rel_results``) when every argument type and the
+        result are plain core types (:func:`_plain`), which compare and hash by
+        value; the attrs are keyed with the kinds of their values, as ``==``
+        takes ``1``, ``1.0`` and ``True`` for the same value while a relation
+        may not. Then the result is remembered by identity under ``hit_key``
+        (the caller's cheap first lookup, see ``rel_hits``) and the same
+        result object is returned for equal calls, so the
+        types further down a program are identical objects and hit there too.
+        A failing relation is never remembered: every call of it runs it again
+        and raises the same error for its own node.
+
+        Remembering a call that never recurs costs more than it saves (keys,
+        and objects the garbage collector then scans again and again), so in
+        a program whose op calls are mostly distinct the memo stops: each
+        lookup by value that misses spends one unit of ``rel_budget``, each
+        hit earns :data:`_HIT_CREDIT`; at zero the rest of the run asks the
+        relations directly (with the same results).
+        """
+        attrs = call.attrs
+        arg_types = tuple([self.types[a] for a in call.args])
+        plain = self.rel_budget > 0 and _plain_all(arg_types)
+        if plain:
+            kinds = _attr_kinds(attrs)
+            if kinds:
+                kinds = self.attr_kinds.setdefault(kinds, kinds)
+            value_key = (op, attrs, kinds, arg_types)
+            out = self.rel_results.get(value_key)
+            if out is not None:
+                self.rel_budget = min(self.rel_budget + _HIT_CREDIT, _MAX_BUDGET)
+                self.remember(hit_key, arg_types, out)
+                return out
+            self.rel_budget -= 1
         try:
-            out = op.type_rel(arg_types, call.attrs)
+            out = op.type_rel(arg_types, attrs)
         except (TypeError, ValueError) as exc:
             self.fail(call, f"{_got(op, arg_types)}: {exc}", exc)
         except Exception as exc:
@@ -495,7 +653,15 @@ class _Inferrer:
                 f"{_got(op, arg_types)}: its type relation returned {out!r}, which is not a "
                 f"Type (op registered by {op.owner!r})",
             )
+        if plain and _plain(out):
+            self.rel_results[value_key] = out
+            self.remember(hit_key, arg_types, out)
         return out
+
+    def remember(self, hit_key: tuple, arg_types: tuple[Type, ...], out: Type) -> None:
+        """Store ``out`` under the identity key, keeping the keyed types alive."""
+        self.rel_hits[hit_key] = out
+        self.rel_keep.append(arg_types)
 
     def getitem_type(self, item: TupleGetItem) -> Type:
         ty = self.types[item.tuple_value]
@@ -528,6 +694,67 @@ class _Inferrer:
                 f"type {body}",
             )
         return FuncType(tuple(self.var_types[p] for p in func.params), body)
+
+
+#: The core type classes, which compare and hash by value.
+_PLAIN_TYPES = (TensorType, TupleType, FuncType)
+_TENSOR_ONLY = {TensorType}
+# Types nested deeper than this are not memoized: hashing them recurses.
+_MAX_PLAIN_DEPTH = 32
+
+
+def _plain(ty: object) -> bool:
+    """Whether ``ty`` is built of the core type classes only, not too deeply.
+
+    Such a type is hashable and equal to another exactly when both have the
+    same fields, so a type relation cannot tell two equal ones apart. A type
+    of another class (a plugin's) may not be, so calls involving one are not
+    memoized.
+    """
+    k = type(ty)
+    if k is TensorType or (k is TupleType and {*map(type, ty.fields)} <= _TENSOR_ONLY):
+        return True
+    todo = [(ty, 0)]
+    while todo:
+        t, depth = todo.pop()
+        k = type(t)
+        if k is TensorType:
+            continue
+        if k not in _PLAIN_TYPES or depth > _MAX_PLAIN_DEPTH:
+            return False
+        inner = t.fields if k is TupleType else (*t.arg_types, t.ret_type)
+        todo.extend((f, depth + 1) for f in inner)
+    return True
+
+
+def _plain_all(types: tuple[Type, ...]) -> bool:
+    """Whether every type of ``types`` is :func:`_plain`."""
+    for ty in types:
+        if type(ty) is not TensorType and not _plain(ty):
+            return False
+    return True
+
+
+def _attr_kinds(attrs: Attrs) -> tuple:
+    """The Python classes of the attr values (nested like the values).
+
+    ``Attrs`` compare with ``==``, for which ``True == 1 == 1.0``; keying the
+    memo with these kinds too keeps calls whose attrs differ only in the kind
+    of a value apart.
+    """
+    if attrs is EMPTY_ATTRS:
+        return ()
+    values = attrs._items.values()  # the plain dict: Mapping.values() is slow
+    kinds = tuple(map(type, values))
+    if tuple in kinds:
+        kinds = tuple(map(_kind, values))
+    return kinds
+
+
+def _kind(value: object) -> object:
+    if type(value) is tuple:
+        return tuple(map(_kind, value))
+    return type(value)
 
 
 def _got(op: Op, arg_types: tuple[Type, ...]) -> str:

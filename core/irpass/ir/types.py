@@ -67,6 +67,10 @@ def normalize_dtype(dtype: object, field: str = "dtype") -> str:
     return name
 
 
+# The classes of the dims of a canonical shape (bool, an int subclass, is not one).
+_INT_ONLY = {int}
+
+
 class Type:
     """Base class of all types."""
 
@@ -82,6 +86,16 @@ class TensorType(Type):
 
     def __post_init__(self) -> None:
         shape = self.shape
+        dtype = self.dtype
+        # Already canonical (a tuple of non-negative Python ints, a supported dtype
+        # name), as type relations build them: nothing to check further or convert.
+        if (
+            type(shape) is tuple
+            and type(dtype) is str
+            and dtype in SUPPORTED_DTYPES
+            and (not shape or ({*map(type, shape)} <= _INT_ONLY and min(shape) >= 0))
+        ):
+            return
         if isinstance(shape, (int, np.integer)):
             raise TypeError(f"TensorType.shape must be a sequence of ints, got {shape!r}")
         try:
