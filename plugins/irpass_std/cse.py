@@ -107,6 +107,21 @@ _ENTER_TASK = (_ENTER, None)
 _EXIT_TASK = (_EXIT, None)
 
 
+class _OpTables(dict):  # type: ignore[type-arg]
+    """op -> (args key -> canonical call), made on first use; None for a stateful op.
+
+    A missing op is filled in by ``__missing__`` (in C for a hit), so the hot
+    loop asks one subscript for both "may this op merge" and "where".
+    """
+
+    __slots__ = ()
+
+    def __missing__(self, op: Op) -> dict[Any, Expr] | None:
+        sub: dict[Any, Expr] | None = None if op.stateful else {}
+        self[op] = sub
+        return sub
+
+
 @function_pass(opt_level=3, name="EliminateCommonSubexpr", required=["InferType"])
 class EliminateCommonSubexpr:
     """Merge calls of the same op with equal attrs and identical arguments (hash-consing).
@@ -143,8 +158,9 @@ class _Eliminator:
         # are logged, so closing the scope removes exactly the entries it added.
         self.table: dict[Any, Expr] = {}
         # op -> (args -> canonical call) for the calls without attrs, the bulk: keyed
-        # by the merged args tuple the walk builds anyway, so no key is allocated
-        self.op_tables: dict[Op, dict[tuple[Expr, ...], Expr]] = {}
+        # by the merged args tuple the walk builds anyway (by the merged argument
+        # itself for unary calls), so no key is allocated; None for stateful ops
+        self.op_tables = _OpTables()
         # (table, key) added inside nested scopes, in order
         self.log: list[Any] = []
         self.marks: list[int] = []
@@ -165,7 +181,7 @@ class _Eliminator:
             return func
         return Function(func.params, body, func.ret_type, func.attrs)
 
-    def rewrite(self, root: Expr) -> Expr:  # noqa: C901, PLR0912 - the hot loop, kept flat
+    def rewrite(self, root: Expr) -> Expr:  # noqa: C901, PLR0912, PLR0915 - the hot loop, kept flat
         """The merged form of ``root``: an iterative post-order walk over all of it.
 
         Op calls, the bulk of every program, are handled inline: a call met
@@ -174,9 +190,16 @@ class _Eliminator:
         arguments not visited yet above it; when the marker comes up, its
         arguments are done and it is merged. (It cannot have been visited
         meanwhile: that would need a path from an argument back to the call.)
-        Every other node kind goes to :meth:`_visit`, work items (tuples) to
-        :meth:`_task`. Arguments are pushed in order, so the last argument is
-        walked first.
+        Every other node kind goes to :meth:`_visit` (lets are pushed inline),
+        work items (tuples) to :meth:`_task`. Arguments are pushed in order, so
+        the last argument is walked first; when that one is an op call it is
+        not pushed at all but walked at once (the loop goes straight down a
+        chain), which visits the nodes in the same order.
+
+        Calls of one and two arguments, nearly all of them, take their own
+        branches: their arguments are looked up one by one (no ``map``, no
+        tuple for a call that is not ready), a unary call is keyed by its one
+        merged argument itself, and "unchanged" is two identity tests.
         """
         memo = self.memo
         get = memo.get
@@ -186,70 +209,143 @@ class _Eliminator:
         marks = self.marks
         fskip = self.fskip
         visit = self._visit
+        task = self._task
+        attrs_key = self._attrs_key
         unchecked_call = Call._unchecked
         new_node = object.__new__
         set_checked_type = _SET_CHECKED_TYPE
         set_op = _SET_OP
         set_args = _SET_ARGS
         set_attrs = _SET_ATTRS
+        empty_attrs = EMPTY_ATTRS
         stack = self.stack
-        stack.append(root)
         push = stack.append
         pop = stack.pop
+        push(root)
         while stack:
             node = pop()
             if node is None:
-                node = pop()
-                args = node.args
-                new_args = tuple(map(get, args))
-            elif type(node) is Call and type(node.op) is Op:
-                if node in memo:
-                    continue
-                args = node.args
-                new_args = tuple(map(get, args))
-                if None in new_args:
-                    # arguments to visit first; a call whose arguments are all done
-                    # (the second of two users of a node) is merged at once
-                    push(node)
-                    push(None)
-                    for a in args:
-                        if a not in memo:
-                            push(a)
-                    continue
-            else:
-                visit(node)
-                continue
-            op = node.op
-            attrs = node.attrs
-            # Rebuilt calls keep the op, its arity and the call's own (valid) attrs:
-            # the unchecked constructor builds them without checking again.
-            if not args or op.stateful or (fskip is not None and fskip(node)):
-                memo[node] = node if new_args == args else unchecked_call(op, new_args, attrs)
-                continue
-            if attrs is EMPTY_ATTRS:
-                # One table per op keyed by the args tuple itself: no key to build.
-                sub = op_tables.get(op)
-                if sub is None:
-                    sub = op_tables[op] = {}
-                key = new_args
-            else:
-                sub = table
-                key = (op, new_args, self._attrs_key(attrs))
-            canon = sub.get(key)
-            if canon is None:
-                if new_args == args:
-                    canon = node
+                node = pop()  # under the marker: a call whose arguments are done
+            elif type(node) is not Call or type(node.op) is not Op:
+                t = type(node)
+                if t is tuple:
+                    task(node)
+                elif t is Let:
+                    # (as _visit does, one method call less per let of a long chain)
+                    if node not in memo:
+                        push((_LET, node))
+                        push(node.body)
+                        push((_BIND, node))
+                        push(node.value)
                 else:
-                    # Call._unchecked inlined (the hottest line of the pass)
-                    canon = new_node(Call)
-                    set_checked_type(canon, None)
-                    set_op(canon, op)
-                    set_args(canon, new_args)
-                    set_attrs(canon, attrs)
-                sub[key] = canon
-                if marks:
-                    log.append((sub, key))
-            memo[node] = canon
+                    visit(node)
+                continue
+            elif node in memo:
+                continue
+            # Merge the op call ``node``, or put it back under a marker and go straight
+            # down into its last argument not done if that is an op call too (no push
+            # and pop of that argument).
+            while True:
+                op = node.op
+                args = node.args
+                nargs = len(args)
+                if nargs == 1:
+                    (a,) = args
+                    na = get(a)
+                    if na is None:
+                        push(node)
+                        push(None)
+                        if type(a) is Call and type(a.op) is Op:
+                            node = a
+                            continue
+                        push(a)
+                        break
+                    sub = op_tables[op]
+                    attrs = node.attrs
+                    # Rebuilt calls keep the op, its arity and the call's own (valid)
+                    # attrs: the unchecked constructor builds them without checking again.
+                    if sub is None or (fskip is not None and fskip(node)):
+                        memo[node] = node if na is a else unchecked_call(op, (na,), attrs)
+                        break
+                    if attrs is empty_attrs:
+                        key = na  # the one merged argument is the key: no tuple to build
+                    else:
+                        sub = table
+                        key = (op, (na,), attrs_key(attrs))
+                    canon = sub.get(key)
+                    if canon is None:
+                        if na is a:
+                            canon = node
+                        else:
+                            # Call._unchecked inlined (the hottest lines of the pass)
+                            canon = new_node(Call)
+                            set_checked_type(canon, None)
+                            set_op(canon, op)
+                            set_args(canon, (na,))
+                            set_attrs(canon, attrs)
+                        sub[key] = canon
+                        if marks:
+                            log.append((sub, key))
+                    memo[node] = canon
+                    break
+                if nargs == 2:
+                    a, b = args
+                    na = get(a)
+                    nb = get(b)
+                    if na is None or nb is None:
+                        # arguments to visit first; a call whose arguments are all done
+                        # (the second of two users of a node) is merged at once
+                        push(node)
+                        push(None)
+                        if nb is None:
+                            if na is None and a is not b:
+                                push(a)
+                            a = b
+                        if type(a) is Call and type(a.op) is Op:
+                            node = a
+                            continue
+                        push(a)
+                        break
+                    new_args = (na, nb)
+                    same = na is a and nb is b
+                else:
+                    new_args = tuple(map(get, args))
+                    if None in new_args:
+                        push(node)
+                        push(None)
+                        for a in args:
+                            if a not in memo:
+                                push(a)
+                        break
+                    if not nargs:  # calls without arguments are never merged (as in TVM)
+                        memo[node] = node
+                        break
+                    same = new_args == args
+                sub = op_tables[op]
+                attrs = node.attrs
+                if sub is None or (fskip is not None and fskip(node)):
+                    memo[node] = node if same else unchecked_call(op, new_args, attrs)
+                    break
+                if attrs is empty_attrs:
+                    key = new_args  # one table per op keyed by the args tuple itself
+                else:
+                    sub = table
+                    key = (op, new_args, attrs_key(attrs))
+                canon = sub.get(key)
+                if canon is None:
+                    if same:
+                        canon = node
+                    else:
+                        canon = new_node(Call)
+                        set_checked_type(canon, None)
+                        set_op(canon, op)
+                        set_args(canon, new_args)
+                        set_attrs(canon, attrs)
+                    sub[key] = canon
+                    if marks:
+                        log.append((sub, key))
+                memo[node] = canon
+                break
         return memo[root]
 
     def _merge(self, node: Expr, key: Any, build: Callable[[], Expr]) -> None:

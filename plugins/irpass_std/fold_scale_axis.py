@@ -50,12 +50,13 @@ The pass never fires on integer tensors, on non-finite scales, on a conv2d /
 dense whose ``out_dtype`` differs from its input dtype, on a constant that
 would broadcast the result to a bigger shape, or where a shape would change.
 
-Cost: each pass makes one post-order list of the function (closures
-included) while counting uses, and stops there if the function holds no
-conv2d / dense; else it computes what can be scaled bottom-up and the scale
-requests top-down (a node receives a request only from its single user), and
-rewrites with one memoizing :class:`~irpass.ir.ExprMutator`: linear in the
-size of the function and iterative at any depth.
+Cost: each pass first scans the function (closures included) for a conv2d /
+dense and returns it as it is if there is none; else it makes one post-order
+list of the function while counting uses, computes what can be scaled
+bottom-up and the scale requests top-down (a node receives a request only from
+its single user), and rewrites with one memoizing
+:class:`~irpass.ir.ExprMutator`: linear in the size of the function and
+iterative at any depth.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, Sequential, function_pass
+
+from .simplify_expr import reaches_op_call
 
 if TYPE_CHECKING:
     from irpass.ir import Expr, IRModule
@@ -609,6 +612,8 @@ def BackwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fu
     Returns ``func`` itself when there is nothing to fold.
     """
     typed = _typed(func, mod)
+    if not reaches_op_call(typed, _WEIGHTED):
+        return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():  # many dict entries, no cycles: the collector would only rescan the IR
         out = _Backward(typed).run(typed)
     return func if out is typed else out
@@ -622,6 +627,8 @@ def ForwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fun
     Returns ``func`` itself when there is nothing to fold.
     """
     typed = _typed(func, mod)
+    if not reaches_op_call(typed, _WEIGHTED):
+        return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():
         out = _Forward(typed).run(typed)
     return func if out is typed else out

@@ -53,7 +53,11 @@ walk, and the result is a fixed point.
 Like TVM's ``SimplifyExpr`` (``relay.transform.SimplifyExpr``) the pass works
 on the dataflow graph and never looks through ``let``-bound variables.
 
-Algorithm. One :class:`~irpass.ir.ExprMutator` walk rebuilds the function
+Algorithm. A quick read-only scan first looks for a call some rule could fire
+on as it is (an ``add`` or ``multiply`` needs a constant or creation-op
+operand, a ``negative`` a negative operand, ...); if there is none, no rule
+fires anywhere and the function is returned as it is. Otherwise one
+:class:`~irpass.ir.ExprMutator` walk rebuilds the function
 bottom-up (iteratively, memoized by node identity, so a shared node is
 simplified once and stays shared). When a call is rebuilt its arguments are
 already in normal form; the rules of its op are applied at that node, and
@@ -74,7 +78,7 @@ rule reads ``checked_type`` of a node the pass made.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import NamedTuple
 
 import numpy as np
@@ -85,6 +89,7 @@ from irpass.ir import (
     ExprMutator,
     Function,
     GlobalVar,
+    If,
     IRModule,
     Let,
     Op,
@@ -98,7 +103,11 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
-__all__ = ["CONFIG_OPTIONS", "FINITE_MATH", "SimplifyExpr"]
+from .effects import Callees, EffectAnalysis
+
+__all__ = ["CONFIG_OPTIONS", "FINITE_MATH", "SimplifyExpr", "reaches_op_call"]
+
+_unchecked_call = Call._unchecked
 
 #: Config key: allow ``x * 0 -> 0`` (wrong when ``x`` holds inf or nan).
 FINITE_MATH = "std.SimplifyExpr.finite_math"
@@ -121,6 +130,8 @@ def SimplifyExpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     """
     finite_math = ctx.config.get(FINITE_MATH, False)
     typed = _typed(func, mod)
+    if not reaches_op_call(typed, _RULES, _may_fire):
+        return func  # no rule can fire anywhere: the walk would rebuild nothing
     # The walk allocates many long-lived, acyclic nodes: the cyclic GC would only rescan them.
     with gc_paused():
         simplifier = _Simplifier(bool(finite_math))
@@ -141,60 +152,66 @@ def _typed(func: Function, mod: IRModule) -> Function:
 # -- side effects -------------------------------------------------------------------------------
 
 
-class Effects:
-    """Whether evaluating an expression may have a side effect, memoized over one program.
+def may_have_effects() -> Callable[[Expr], bool]:
+    """A fresh, memoized "may evaluating this expression have a side effect?" for one program.
 
-    An expression has effects when it calls a ``stateful`` op, or calls a
-    function that is not a literal ``Function`` whose body is effect-free
-    (a global function or a closure held in a var is assumed to have effects).
-    Building a closure has none. A rewrite that would drop the evaluation of an
-    expression asks this first. Iterative and memoized: linear over all queries.
+    The shared analysis of :mod:`.effects`, looking into function literals only: an
+    expression has effects when it calls a ``stateful`` op, or calls a function that
+    is not a literal ``Function`` whose body is effect-free (a global function or a
+    closure held in a var is assumed to have effects). A rewrite that would drop the
+    evaluation of an expression asks this first.
     """
-
-    def __init__(self) -> None:
-        self.memo: dict[Expr, bool] = {}
-
-    def __call__(self, root: Expr) -> bool:
-        """True if evaluating ``root`` may have a side effect."""
-        memo = self.memo
-        found = memo.get(root)
-        if found is not None:
-            return found
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, ready = stack.pop()
-            if node in memo:
-                continue
-            t = type(node)
-            if t in _EFFECT_FREE_LEAVES:
-                memo[node] = False
-                continue
-            if t is Call and type(node.op) is not Op:
-                # Calling a function runs its body; only a literal one can be inspected.
-                callee = node.op
-                parts = (callee.body, *node.args) if type(callee) is Function else node.args
-            elif t is Call:
-                parts = node.args
-            else:  # Tuple, TupleGetItem, Let, If
-                parts = node.children()
-            if not ready:
-                stack.append((node, True))
-                stack.extend((p, False) for p in parts if p not in memo)
-                continue
-            if t is Call:
-                callee = node.op
-                if type(callee) is Op:
-                    own = callee.stateful
-                else:
-                    own = type(callee) is not Function
-            else:
-                own = False
-            memo[node] = own or any(memo[p] for p in parts)
-        return memo[root]
+    return EffectAnalysis(None, Callees.LITERALS).may_have_effects
 
 
 # Nodes whose evaluation does nothing but produce a value (a Function builds a closure).
 _EFFECT_FREE_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Function})
+
+
+def reaches_op_call(
+    root: Expr, names: Container[str], test: Callable[[Call], bool] | None = None
+) -> bool:
+    """Whether a call of an :class:`Op` named in ``names`` (and, if given, with ``test(call)``
+    true) is reachable from ``root``, through every node kind (``let``, ``if``, tuples and
+    nested functions included; other global functions are not followed).
+
+    A quick read-only scan: a pass whose ops do not occur in a function can return the
+    function at once instead of rebuilding it node by node. Iterative, linear; stops at
+    the first match.
+    """
+    seen: set[Expr] = set()
+    mark = seen.add
+    stack = [root]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node = pop()
+        t = type(node)
+        if t is Call:
+            callee = node.op
+            if type(callee) is Op:
+                if callee.name in names and (test is None or test(node)):
+                    return True
+                children: tuple[Expr, ...] = node.args
+            else:
+                children = (callee, *node.args)
+        elif t is Let:
+            children = (node.value, node.body)
+        elif t is Tuple:
+            children = node.fields
+        elif t is TupleGetItem:
+            children = (node.tuple_value,)
+        elif t is If:
+            children = (node.cond, node.true_branch, node.false_branch)
+        elif t is Function:
+            children = (node.body,)
+        else:  # a leaf: var, global var, constant, op
+            continue
+        for child in children:
+            if child not in seen:
+                mark(child)
+                push(child)
+    return False
 
 
 def _use_counts(root: Expr) -> dict[Expr, int]:
@@ -237,7 +254,7 @@ class _Simplifier(ExprMutator):
         self.finite_math = finite_math
         # The type of each node this pass built (input nodes carry checked_type).
         self.types: dict[Expr, Type] = {}
-        self.effects = Effects()
+        self.effects = may_have_effects()
         # Constants and creation calls -> the one value all their elements hold, or None.
         self._fills: dict[Expr, object] = {}
         # The function walked, and its use counts (computed when a rule first asks).
@@ -298,25 +315,31 @@ class _Simplifier(ExprMutator):
         get = self.memo.get
         op = call.op
         args = call.args
-        # The arguments are memoized already (post-order walk); visit() covers the rest.
-        new_args = tuple([get(a) or self.visit(a) for a in args])
+        # The arguments are memoized already (post-order walk), so map(get) in C finds
+        # them all; visit() covers the rest, in argument order.
+        new_args = tuple(map(get, args))
+        if None in new_args:
+            visit = self.visit
+            new_args = tuple([get(a) or visit(a) for a in args])
         if type(op) is not Op:
             new_op = get(op) or self.visit(op)
             if new_op is op and new_args == args:
                 return call
             return Call(new_op, new_args)
         if new_args == args:
+            if op.name not in _RULES or not _may_fire(call):
+                return call  # the common case: nothing to rebuild, no rule to try
             new = call
         else:
-            # Passing the attrs of an op without attributes as None skips their re-check.
-            new = Call(op, new_args, call.attrs if op.attr_fields else None)
+            # Same op, arity and (valid) attrs, new args that are expressions: no re-check.
+            new = _unchecked_call(op, new_args, call.attrs)
             # A rewritten argument has its original's type: record it for the rules.
             types = self.types
             types[new] = call.checked_type
             for old, arg in zip(args, new_args, strict=True):
                 if arg is not old:
                     types[arg] = old.checked_type
-        out = self.reduce(new) if op.name in _RULES else new
+        out = self.reduce(new) if op.name in _RULES and _may_fire(new) else new
         if out is not call:
             # the users of `call` now use `out`: remembered for the use counts
             origins = self.origins.get(out)
@@ -676,6 +699,32 @@ def _concatenate(s: _Simplifier, call: Call) -> Expr | None:
     item = TupleGetItem(data, 0)
     s.types[item] = s.type_of(call)
     return item
+
+
+# The ops whose rules need an operand with a known fill (see ``_Simplifier.fill``) or a
+# constant operand (the affine chains): without one, none of them fires.
+_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "nn.bias_add"})
+# The creation ops ``_Simplifier.fill`` may know the one value of.
+_FILL_OPS = frozenset({"zeros", "ones", "zeros_like", "ones_like", "full"})
+
+
+def _may_fire(call: Call) -> bool:
+    """False only if no rule of ``call``'s op can fire on it as it is: a cheap test that
+    spares most calls of ``add``/``multiply``/... the rules.
+
+    Those rules need an operand whose fill ``_Simplifier.fill`` may know (it returns
+    None for anything but a constant or a creation call) or a constant operand.
+    """
+    name = call.op.name
+    if name in _ARITHMETIC:
+        for arg in call.args:
+            t = type(arg)
+            if t is Constant or (t is Call and type(arg.op) is Op and arg.op.name in _FILL_OPS):
+                return True
+        return False
+    if name == "negative":
+        return _is_op(call.args[0], "negative")
+    return True
 
 
 _RULES: dict[str, Rule] = {

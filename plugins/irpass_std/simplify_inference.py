@@ -26,8 +26,9 @@ A rewrite that would no longer evaluate an argument (``gamma`` with
 may have side effects, so no stateful call is dropped.
 
 One :class:`~irpass.ir.ExprMutator` walk (iterative, memoized by node
-identity): linear in the size of the function. Needs types (``InferType``) for
-the shape, dtype and channel axis of the data.
+identity): linear in the size of the function; a function without any of the
+ops above is returned after a quick read-only scan, without the walk. Needs
+types (``InferType``) for the shape, dtype and channel axis of the data.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
-from .simplify_expr import Effects, _typed
+from .simplify_expr import _typed, may_have_effects, reaches_op_call
 
 __all__ = ["CONFIG_OPTIONS", "DECOMPOSE_LAYER_NORM", "SimplifyInference"]
 
@@ -76,23 +77,32 @@ def SimplifyInference(func: Function, mod: IRModule, ctx: PassContext) -> Functi
     """
     decompose = bool(ctx.config.get(DECOMPOSE_LAYER_NORM, False))
     typed = _typed(func, mod)
+    if not reaches_op_call(typed, _LOWERED_WITH_LAYER_NORM if decompose else _LOWERED):
+        return func  # none of the ops it lowers: the walk would rebuild nothing
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
         out = _InferenceSimplifier(decompose).visit(typed)
     return func if out is typed else out
 
 
+_visit_call = ExprMutator.visit_call
+
+# The ops the pass rewrites (nn.layer_norm only under DECOMPOSE_LAYER_NORM).
+_LOWERED = frozenset({"nn.batch_norm", "nn.dropout"})
+_LOWERED_WITH_LAYER_NORM = _LOWERED | {"nn.layer_norm"}
+
+
 class _InferenceSimplifier(ExprMutator):
     def __init__(self, decompose_layer_norm: bool) -> None:
         self.decompose_layer_norm = decompose_layer_norm
-        self.effects = Effects()
+        self.effects = may_have_effects()
         # The tuple each rewritten batch_norm became -> its field 0 (the normalized data).
         self.bn_outputs: dict[Expr, Expr] = {}
 
     def visit_call(self, call: Call) -> Expr:
-        new = super().visit_call(call)
+        new = _visit_call(self, call)
         callee = call.op
-        if type(callee) is not Op:
-            return new
+        if type(callee) is not Op or callee.name not in _LOWERED_WITH_LAYER_NORM:
+            return new  # most calls: just rebuilt (or not) by the base class
         name = callee.name
         if name == "nn.dropout":
             return new.args[0]
