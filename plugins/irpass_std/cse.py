@@ -94,13 +94,6 @@ _SKIP_ATTRS = ("Primitive", "SkipOptimization")
 _TUPLE = "tuple"
 _GETITEM = "getitem"
 
-# The slot setters of Call nodes, for the inlined unchecked constructor (see
-# Call._unchecked: same steps, one Python call less per merged call).
-_SET_CHECKED_TYPE = Expr._checked_type.__set__  # type: ignore[attr-defined]
-_SET_OP = Call.op.__set__  # type: ignore[attr-defined]
-_SET_ARGS = Call.args.__set__  # type: ignore[attr-defined]
-_SET_ATTRS = Call.attrs.__set__  # type: ignore[attr-defined]
-
 # Work items on the stack besides expressions: tuples (kind, node).
 _ENTER, _EXIT, _BIND, _LET, _IF, _FUNC = range(6)
 _ENTER_TASK = (_ENTER, None)
@@ -212,11 +205,6 @@ class _Eliminator:
         task = self._task
         attrs_key = self._attrs_key
         unchecked_call = Call._unchecked
-        new_node = object.__new__
-        set_checked_type = _SET_CHECKED_TYPE
-        set_op = _SET_OP
-        set_args = _SET_ARGS
-        set_attrs = _SET_ATTRS
         empty_attrs = EMPTY_ATTRS
         stack = self.stack
         push = stack.append
@@ -277,12 +265,7 @@ class _Eliminator:
                         if na is a:
                             canon = node
                         else:
-                            # Call._unchecked inlined (the hottest lines of the pass)
-                            canon = new_node(Call)
-                            set_checked_type(canon, None)
-                            set_op(canon, op)
-                            set_args(canon, (na,))
-                            set_attrs(canon, attrs)
+                            canon = unchecked_call(op, (na,), attrs)
                         sub[key] = canon
                         if marks:
                             log.append((sub, key))
@@ -336,11 +319,7 @@ class _Eliminator:
                     if same:
                         canon = node
                     else:
-                        canon = new_node(Call)
-                        set_checked_type(canon, None)
-                        set_op(canon, op)
-                        set_args(canon, new_args)
-                        set_attrs(canon, attrs)
+                        canon = unchecked_call(op, new_args, attrs)
                     sub[key] = canon
                     if marks:
                         log.append((sub, key))

@@ -70,8 +70,9 @@ Algorithm (TVM's, on an explicit stack, no recursion along the program):
    post-dominator's group: check every path between them, then merge all
    nodes on those paths (union-find). The path walks stop at the target
    group and at ``max_depth`` counted nodes, so each costs O(max_depth);
-4. a memoized rewrite builds each group's function when it reaches the
-   group's output node.
+4. one loop over the nodes of step 1 in post-order (the walk also lists
+   the lets, ifs and functions) rebuilds each from its rebuilt children and
+   builds each group's function when it reaches the group's output node.
 
 The whole pass is O(n log n) for n nodes (O(n) for chains), with a constant
 bounded by ``max_depth``.
@@ -85,7 +86,7 @@ from irpass.ir import (
     Attrs,
     Call,
     Constant,
-    ExprMutator,
+    Expr,
     Function,
     If,
     IRModule,
@@ -103,7 +104,8 @@ from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
 if TYPE_CHECKING:
-    from irpass.ir import Expr, Type
+    from collections.abc import Callable
+
     from irpass.transform import PassContext
 
 __all__ = ["FuseOps", "MAX_DEPTH", "CONFIG_OPTIONS", "fuse_function"]
@@ -190,17 +192,22 @@ def fuse_function(func: Function, *, fuse: bool = True, max_depth: int = 256) ->
 
     ``func`` must be typed (``checked_type`` on every node, as after
     ``InferType``). ``fuse=False`` wraps each op call alone. Returns ``func``
-    itself when it has no op call to wrap.
+    itself when it has no op call to wrap, or when it is marked ``Primitive``
+    or ``SkipOptimization``.
     """
+    if _skipped(func):
+        return func
     # The IR is acyclic: the collector would only rescan the many live nodes.
     with gc_paused():
         graph = _Graph(func)
         if not graph.op_calls:
             return func
-        n = len(graph.nodes)
-        roots = _Partitioner(graph, max_depth).run() if fuse else list(range(n))
-        wrapped = {roots[i] for i in graph.op_calls}
-        return _Fuser(graph.index, roots, wrapped).visit(func)
+        roots = _Partitioner(graph, max_depth).run() if fuse else list(range(len(graph.pattern)))
+        out = _rewrite(func, graph, roots)
+        # Free the graph while the collector is off: the collection that follows
+        # turning it back on then scans only the new nodes, not the graph's lists.
+        del graph, roots
+    return out
 
 
 def _skipped(func: Function) -> bool:
@@ -210,70 +217,65 @@ def _skipped(func: Function) -> bool:
 
 # -- 1. the dataflow graph ------------------------------------------------------------
 
+# The node kinds that start regions of their own (walked once each, by identity).
+_SCOPES = (Let, If, Function)
+
 
 class _Graph:
     """The dataflow nodes of one global function, in post-order (producers first).
 
-    ``outs[i]``/``out_pats[i]``: the consumers of node ``i`` and the pattern of
-    each use; ``extern[i]``: node ``i`` is used where it cannot fuse (across a
-    boundary, or in two regions), so it is the output of its group.
+    Node ``i`` is the ``i``-th dataflow node (call, tuple, projection) in
+    post-order. ``index`` maps each node the rewrite rebuilds to its number
+    (``None`` for the lets, ifs and functions not left alone), in post-order:
+    its keys list children before parents. ``outs[i]``/``out_pats[i]``: the
+    consumers of node ``i`` and the pattern of each use; ``extern[i]``: node
+    ``i`` is used where it cannot fuse (across a boundary, or in two regions),
+    so it is the output of its group.
     """
 
-    __slots__ = ("nodes", "index", "pattern", "outs", "out_pats", "extern", "op_calls")
+    __slots__ = ("index", "pattern", "outs", "out_pats", "extern", "op_calls")
 
     def __init__(self, func: Function) -> None:
-        nodes: list[Expr] = []
-        index: dict[Expr, int] = {}
+        index: dict[Expr, int | None] = {}
         pattern: list[int] = []
         outs: list[list[int]] = []
         out_pats: list[list[int]] = []
         op_calls: list[int] = []
         extern: set[Expr] = set()
         # The region (let value/body, if part, function body) each dataflow node is
-        # evaluated in, which also marks it as seen; a use from another region
-        # makes the node extern. `seen` holds the other nodes walked into.
-        region: dict[Expr, int] = {}
-        seen: set[Expr] = set()
-        regions = 1
+        # evaluated in; a use from another region makes the node extern.
+        region: list[int] = []
         kinds: dict[Op, int] = {}  # pattern per op, looked up once
-        # Work items: (expr, region, ready); `ready` items build a node whose
-        # operands are all indexed.
-        stack: list[tuple[Expr, int, bool]] = []
+        # Work items (expr, region); a negative region -r marks a node of region r
+        # whose operands are all done. A node is in `index` once done, and a node
+        # is never looked at between its expansion and its being done: only its
+        # operands (and theirs) are walked in between, and the IR is acyclic.
+        # So a dataflow operand is pushed only if not done yet, and a use of a
+        # done one from another region marks it extern on the spot.
+        stack: list[tuple[Expr, int]] = []
         push = stack.append
-        dataflow = _DATAFLOW
-
-        def use(child: Expr, r: int) -> None:
-            """Record a use of ``child`` from region ``r`` and schedule its visit."""
-            t = type(child)
-            if t in dataflow:
-                rc = region.get(child)
-                if rc is None:
-                    push((child, r, False))
-                elif rc != r:
-                    extern.add(child)
-            elif (t is Let or t is If or t is Function) and child not in seen:
-                push((child, r, False))
-
-        def boundary(child: Expr) -> None:
-            """``child`` starts a region of its own: its value leaves it."""
-            nonlocal regions
-            if type(child) in dataflow:
-                extern.add(child)
-            use(child, regions)
-            regions += 1
-
-        boundary(func.body)
         pop = stack.pop
+        dataflow = _DATAFLOW
+        scopes = _SCOPES
+        tensor_type = TensorType
+
+        regions = 1
+        body = func.body
+        if type(body) in dataflow:
+            extern.add(body)  # the function's result leaves its region
+            push((body, regions))
+        elif type(body) in scopes:
+            push((body, regions))
         while stack:
-            node, r, ready = pop()
+            node, r = pop()
             t = type(node)
-            if ready:
-                i = len(nodes)
-                index[node] = i
-                nodes.append(node)
-                outs.append([])
-                out_pats.append([])
+            if r < 0:  # done: index the node and record its uses
                 if t is Call:
+                    i = len(pattern)
+                    index[node] = i
+                    region.append(-r)
+                    outs.append([])
+                    out_pats.append([])
                     op = node.op
                     if type(op) is Op:
                         op_calls.append(i)
@@ -283,37 +285,51 @@ class _Graph:
                     else:
                         kind = _OPAQUE  # a call of a global function, closure or var
                     pattern.append(kind)
-                    shape = None
                     if kind == _BROADCAST:
+                        # A broadcast op's operand that already has the result's shape
+                        # is used elementwise (lets conv2d fuse with bias_add).
                         rtype = node.checked_type
-                        if type(rtype) is TensorType:
-                            shape = rtype.shape
-                    for a in node.args:
-                        j = index.get(a)
-                        if j is not None:
-                            edge = kind
-                            if shape is not None:
-                                # A broadcast op's operand that already has the result's
-                                # shape is used elementwise (lets conv2d fuse with bias_add).
-                                at = a.checked_type
-                                if type(at) is TensorType and at.shape == shape:
-                                    edge = _ELEMWISE
-                            outs[j].append(i)
-                            out_pats[j].append(edge)
+                        shape = rtype.shape if type(rtype) is tensor_type else None
+                        for a in node.args:
+                            j = index.get(a)
+                            if j is not None:
+                                edge = _BROADCAST
+                                if shape is not None:
+                                    at = a.checked_type
+                                    if type(at) is tensor_type and at.shape == shape:
+                                        edge = _ELEMWISE
+                                outs[j].append(i)
+                                out_pats[j].append(edge)
+                    else:
+                        for a in node.args:
+                            j = index.get(a)
+                            if j is not None:
+                                outs[j].append(i)
+                                out_pats[j].append(kind)
                 elif t is Tuple:
+                    i = len(pattern)
+                    index[node] = i
+                    region.append(-r)
+                    outs.append([])
+                    out_pats.append([])
                     pattern.append(_TUPLE)
                     for f in node.fields:
                         if type(f) in dataflow:
-                            if type(f.checked_type) is TensorType:
+                            if type(f.checked_type) is tensor_type:
                                 j = index[f]
                                 outs[j].append(i)
                                 out_pats[j].append(_INJECTIVE)
                             else:
                                 extern.add(f)  # a nested tuple or closure: never fused through
-                else:  # TupleGetItem
+                elif t is TupleGetItem:
+                    i = len(pattern)
+                    index[node] = i
+                    region.append(-r)
+                    outs.append([])
+                    out_pats.append([])
                     value = node.tuple_value
                     ty = value.checked_type
-                    if type(ty) is TupleType and all(type(f) is TensorType for f in ty.fields):
+                    if type(ty) is TupleType and all(type(f) is tensor_type for f in ty.fields):
                         pattern.append(_INJECTIVE)
                         if type(value) in dataflow:
                             j = index[value]
@@ -323,57 +339,72 @@ class _Graph:
                         pattern.append(_OPAQUE)
                         if type(value) in dataflow:
                             extern.add(value)
-                continue
-            if t is Call:
-                rn = region.get(node)
-                if rn is not None:  # visited already (pushed twice)
-                    if rn != r:
-                        extern.add(node)
-                    continue
-                region[node] = r
-                push((node, r, True))
-                for a in reversed(node.args):
-                    ta = type(a)
-                    if ta is Var or ta is Constant:
-                        continue  # the common leaves, skipped early
-                    use(a, r)
-                callee = node.op
-                if type(callee) is not Op:
-                    # The callee computes a function value: it cannot fuse into the call.
-                    if type(callee) in dataflow:
-                        extern.add(callee)
-                    use(callee, r)
-            elif t is Tuple or t is TupleGetItem:
-                rn = region.get(node)
-                if rn is not None:
-                    if rn != r:
-                        extern.add(node)
-                    continue
-                region[node] = r
-                push((node, r, True))
-                if t is Tuple:
-                    for f in reversed(node.fields):
-                        use(f, r)
                 else:
-                    use(node.tuple_value, r)
-            elif node not in seen:
-                seen.add(node)
+                    index[node] = None  # a let, if or function, rebuilt in its turn
+                continue
+            if t is Call or t is Tuple or t is TupleGetItem:
+                j = index.get(node)
+                if j is not None:  # done already (pushed twice)
+                    if region[j] != r:
+                        extern.add(node)
+                    continue
+                push((node, -r))
+                if t is TupleGetItem:
+                    operands: tuple[Expr, ...] = (node.tuple_value,)
+                else:
+                    operands = node.args if t is Call else node.fields
+                for a in reversed(operands):
+                    ta = type(a)
+                    if ta in dataflow:
+                        j = index.get(a)
+                        if j is None:
+                            push((a, r))
+                        elif region[j] != r:
+                            extern.add(a)
+                    elif ta in scopes:
+                        push((a, r))
+                    # (vars, constants and global vars are leaves)
+                if t is Call:
+                    callee = node.op
+                    tc = type(callee)
+                    if tc is Op:
+                        continue
+                    # The callee computes a function value: it cannot fuse into the call.
+                    if tc in dataflow:
+                        extern.add(callee)
+                        if callee not in index:
+                            push((callee, r))
+                    elif tc in scopes:
+                        push((callee, r))
+            elif node not in index:  # a let, if or function: its parts are regions
                 if t is Let:
-                    boundary(node.body)
-                    boundary(node.value)
+                    parts: tuple[Expr, ...] = (node.body, node.value)
                 elif t is If:
-                    boundary(node.false_branch)
-                    boundary(node.true_branch)
-                    boundary(node.cond)
-                elif not _skipped(node):  # Function: its body is a region of its own
-                    boundary(node.body)
+                    parts = (node.false_branch, node.true_branch, node.cond)
+                elif _skipped(node):
+                    continue  # fused already (or not to be touched): left as it is
+                else:
+                    parts = (node.body,)
+                push((node, -r))
+                for part in parts:
+                    # Each part is a region of its own: its value leaves it.
+                    regions += 1
+                    tp = type(part)
+                    if tp in dataflow:
+                        extern.add(part)
+                        push((part, regions))
+                    elif tp in scopes:
+                        push((part, regions))
 
-        self.nodes = nodes
+        n = len(pattern)
+        flags = [False] * n
+        for node in extern:
+            flags[index[node]] = True
         self.index = index
         self.pattern = pattern
         self.outs = outs
         self.out_pats = out_pats
-        self.extern = [n in extern for n in nodes]
+        self.extern = flags
         self.op_calls = op_calls
 
 
@@ -393,7 +424,7 @@ class _Partitioner:
     def __init__(self, graph: _Graph, max_depth: int) -> None:
         self.graph = graph
         self.max_depth = max_depth
-        n = len(graph.nodes)
+        n = len(graph.pattern)
         self.uf = list(range(n))
         self.size = [1] * n
         self.gpat = list(graph.pattern)
@@ -404,25 +435,27 @@ class _Partitioner:
         parent, dom_pat = self._post_dominators()
         n = len(self.uf)
         gpat = self.gpat
+        uf = self.uf
         find = self._find
         fuse = self._try_fuse
+        # The nodes that may fuse: not OPAQUE (a pattern no merge gives or takes away)
+        # and with a post-dominator; the sweeps visit them in post-order.
+        candidates = [i for i in range(n) if parent[i] != n and gpat[i] != _OPAQUE]
         for phase in (0, 1, 2):
-            for i in range(n):
+            for i in candidates:
                 own = gpat[i]
-                if own == _OPAQUE:
-                    continue
                 p = parent[i]
-                if p == n:  # no post-dominator
-                    continue
-                target = find(p)
+                target = p if uf[p] == p else find(p)
                 if phase == 2:
                     # Fields of a tuple that fused into an injective consumer join it
                     # (a tuple that heads its own group keeps its fields apart).
                     if own <= _INJECTIVE and gpat[p] == _TUPLE and gpat[target] <= _INJECTIVE:
                         fuse(i, p, target, _INJECTIVE, _INJECTIVE)
                     continue
-                if gpat[p] == _TUPLE or find(i) == target:
-                    continue  # tuples take their fields in phase 2 only / fused already
+                if gpat[p] == _TUPLE:
+                    continue  # tuples take their fields in phase 2 only
+                if (i if uf[i] == i else find(i)) == target:
+                    continue  # fused already
                 if own == _OUT_EWISE:
                     # conv2d-like: only elementwise edges and ops up to broadcast after it
                     if phase == 0 and dom_pat[i] == _ELEMWISE:
@@ -436,11 +469,11 @@ class _Partitioner:
                     if phase == 1:
                         fuse(i, p, target, _INJECTIVE, _INJECTIVE)
                 # COMM_REDUCE: a reduction ends its group
-        roots = [find(i) for i in range(n)]
+        roots = [r if uf[r] == r else find(i) for i, r in enumerate(uf)]
         # Each group's root is its output node, the last of its nodes in post-order
         # (the rewrite builds the group there); anything else is a bug.
-        bad = next((i for i in range(n) if roots[i] < i), None)
-        if bad is not None:
+        if any(map(int.__lt__, roots, range(n))):
+            bad = next(i for i in range(n) if roots[i] < i)
             raise AssertionError(
                 f"FuseOps: internal error: node {bad} fused into a group that ends at "
                 f"node {roots[bad]}, before it"
@@ -476,13 +509,15 @@ class _Partitioner:
         (and the strongest pattern on each jump) for O(log n) ancestor walks.
         """
         g = self.graph
-        n = len(g.nodes)
+        n = len(g.pattern)
         outs = g.outs
         out_pats = g.out_pats
         extern = g.extern
         root = n
         parent = [root] * (n + 1)
-        depth = [0] * (n + 1)
+        # A node without a post-dominator hangs from the root with the defaults below.
+        depth = [1] * (n + 1)
+        depth[root] = 0
         tpat = [_OPAQUE] * (n + 1)
         jump = [root] * (n + 1)
         jmax = [_OPAQUE] * (n + 1)
@@ -530,20 +565,18 @@ class _Partitioner:
         for i in range(n - 1, -1, -1):
             consumers = outs[i]
             if extern[i] or not consumers:
-                p = root
-                pat = _OPAQUE
-            else:
-                pats = out_pats[i]
-                p = consumers[0]
-                pat = pats[0]
-                for k in range(1, len(consumers)):
-                    c = consumers[k]
-                    if c != p:
-                        p, pat = lca(p, c, pat)
-                        if p == root:
-                            break
-                    if pats[k] > pat:
-                        pat = pats[k]
+                continue  # no post-dominator: parent, depth and patterns as set above
+            pats = out_pats[i]
+            p = consumers[0]
+            pat = pats[0]
+            for k in range(1, len(consumers)):
+                c = consumers[k]
+                if c != p:
+                    p, pat = lca(p, c, pat)
+                    if p == root:
+                        break
+                if pats[k] > pat:
+                    pat = pats[k]
             parent[i] = p
             depth[i] = depth[p] + 1
             tpat[i] = pat
@@ -662,121 +695,162 @@ class _Partitioner:
 
 # -- 4. the rewrite ---------------------------------------------------------------------
 
-
-class _GroupParams:
-    """The params of one group's function and the arguments its call passes."""
-
-    __slots__ = ("params", "args", "by_arg")
-
-    def __init__(self) -> None:
-        self.params: list[Var] = []
-        self.args: list[Expr] = []
-        self.by_arg: dict[Expr, Var] = {}
-
-    def param_for(self, arg: Expr, ty: Type) -> Var:
-        """The param standing for the outer expression ``arg`` (one per distinct arg)."""
-        p = self.by_arg.get(arg)
-        if p is None:
-            p = Var(f"p{len(self.params)}", ty)
-            self.params.append(p)
-            self.args.append(arg)
-            self.by_arg[arg] = p
-        return p
+# Fresh params are built unchecked too; the names of the first ones, shared by every group.
+_PARAM_NAMES = tuple(f"p{k}" for k in range(64))
+_unchecked_var = Var._unchecked
 
 
-class _Fuser(ExprMutator):
-    """Rebuilds a function with each fused group as a call of a primitive function.
+def _rewrite(func: Function, graph: _Graph, roots: list[int]) -> Function:
+    """``func`` rebuilt with each wrapped group as a call of a primitive function.
 
-    The walk is the usual memoized post-order; a group is built when its
-    output node is reached. Its other nodes are only used inside the group,
-    so the walk leaves them as they are (their memo entry is never read
-    outside the group) and :meth:`_build` rebuilds them in the function body.
+    One loop over ``graph.index`` (children before parents) rebuilds each node
+    from the rebuilt forms of its children, kept in ``new`` for the nodes that
+    changed, the same functional update as :class:`~irpass.ir.ExprMutator`
+    (an unchanged node stays the same object). A group is built when its
+    output node comes up; its other nodes are used only inside the group, so
+    they get no entry of their own.
     """
-
-    def __init__(self, index: dict[Expr, int], roots: list[int], wrapped: set[int]) -> None:
-        self.index = index
-        self.roots = roots
-        self.wrapped = wrapped
-
-    def _group(self, node: Expr) -> int | None:
-        """The group of ``node`` when it is the output of a group to wrap; ``-1`` for
-        another node of such a group; ``None`` for a node left as it is."""
-        i = self.index.get(node)
-        if i is None:
-            return None
-        group = self.roots[i]
-        if group not in self.wrapped:
-            return None
-        return group if group == i else -1
-
-    def _build(self, output: Expr, group: int) -> Expr:
-        """``Call(fn, args)`` for the group whose output node is ``output``.
-
-        Walks the group from its output, operands left to right, with an
-        explicit stack; an operand from outside becomes a param when it is
-        first reached, so params come in reading order as in TVM.
-        """
-        index = self.index
-        roots = self.roots
-        memo = self.memo
-        params = _GroupParams()
-        inner: dict[Expr, Expr] = {}  # group node -> its copy in the function body
-        # frames: [node, its operands, next operand, new operands so far]
-        stack: list[list] = [[output, _operands(output), 0, []]]
-        while stack:
-            frame = stack[-1]
-            node, operands, k, new_operands = frame
-            member = None
-            while k < len(operands):
-                a = operands[k]
-                j = index.get(a)
-                if j is not None and roots[j] == group:
-                    b = inner.get(a)
-                    if b is None:
-                        member = a  # build this operand first
-                        break
-                    new_operands.append(b)
-                elif type(a) is Constant and a.data.ndim == 0:
-                    new_operands.append(a)  # scalars are inlined
-                else:
-                    outer = memo.get(a) or self.visit(a)
-                    new_operands.append(params.param_for(outer, a.checked_type))
-                k += 1
-            frame[2] = k
-            if member is not None:
-                stack.append([member, _operands(member), 0, []])
+    index = graph.index
+    wrapped = [False] * len(roots)
+    for i in graph.op_calls:
+        wrapped[roots[i]] = True
+    new: dict[Expr, Expr] = {}
+    get = new.get
+    for node, i in index.items():
+        if i is not None:  # a dataflow node
+            group = roots[i]
+            if wrapped[group]:
+                if group == i:
+                    new[node] = _build(node, group, index, roots, get)
                 continue
-            stack.pop()
-            inner[node] = _rebuild(node, new_operands)
-        # Fresh distinct params, a built body, its type and the Primitive attrs: all
-        # valid by construction, so the unchecked constructors build them.
-        fn = _unchecked_function(
-            tuple(params.params), inner[output], output.checked_type, _PRIMITIVE
-        )
-        return _unchecked_call(fn, tuple(params.args), EMPTY_ATTRS)
+            t = type(node)
+            if t is Call:
+                op = node.op
+                new_op = get(op, op)
+                args = node.args
+                new_args = tuple([get(a, a) for a in args])
+                if new_op is not op or new_args != args:
+                    new[node] = Call(new_op, new_args, node.attrs)
+            elif t is Tuple:
+                fields = node.fields
+                new_fields = tuple([get(f, f) for f in fields])
+                if new_fields != fields:
+                    new[node] = Tuple(new_fields)
+            else:
+                value = node.tuple_value
+                new_value = get(value, value)
+                if new_value is not value:
+                    new[node] = TupleGetItem(new_value, node.index)
+            continue
+        t = type(node)
+        if t is Let:
+            value = node.value
+            body = node.body
+            new_value = get(value, value)
+            new_body = get(body, body)
+            if new_value is not value or new_body is not body:
+                new[node] = Let(node.var, new_value, new_body)
+        elif t is If:
+            cond = node.cond
+            then = node.true_branch
+            other = node.false_branch
+            new_cond = get(cond, cond)
+            new_then = get(then, then)
+            new_other = get(other, other)
+            if new_cond is not cond or new_then is not then or new_other is not other:
+                new[node] = If(new_cond, new_then, new_other)
+        else:  # a nested Function (one left alone is not in the order)
+            body = node.body
+            new_body = get(body, body)
+            if new_body is not body:
+                new[node] = Function(node.params, new_body, node.ret_type, node.attrs)
+    body = func.body
+    new_body = get(body, body)
+    if new_body is body:
+        return func
+    return Function(func.params, new_body, func.ret_type, func.attrs)
 
-    def visit_call(self, call: Call) -> Expr:
-        group = self._group(call)
-        if group is None:
-            return super().visit_call(call)
-        return call if group < 0 else self._build(call, group)
 
-    def visit_tuple(self, tup: Tuple) -> Expr:
-        group = self._group(tup)
-        if group is None:
-            return super().visit_tuple(tup)
-        return tup if group < 0 else self._build(tup, group)
+def _build(
+    output: Expr,
+    group: int,
+    index: dict[Expr, int | None],
+    roots: list[int],
+    outer: Callable[[Expr, Expr], Expr],
+) -> Call:
+    """``Call(fn, args)`` for the group whose output node is ``output``.
 
-    def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
-        group = self._group(item)
-        if group is None:
-            return super().visit_tuple_getitem(item)
-        return item if group < 0 else self._build(item, group)
-
-    def visit_function(self, func: Function) -> Expr:
-        if _skipped(func):
-            return func  # fused already (or not to be touched): never re-fused
-        return super().visit_function(func)
+    Walks the group from its output, operands left to right, with an
+    explicit stack; an operand from outside becomes a param when it is
+    first reached, so params come in reading order as in TVM. ``outer(a, a)``
+    is the rebuilt form of an operand from outside the group.
+    """
+    params: list[Var] = []
+    args: list[Expr] = []
+    by_arg: dict[Expr, Var] = {}  # outer expression -> its param
+    inner: dict[Expr, Expr] = {}  # member node -> its copy in the function body
+    names = _PARAM_NAMES
+    # The member being rebuilt, its operands, the next one and the new ones so far;
+    # `stack` holds the same for the members waiting for an operand member.
+    stack: list[tuple[Expr, tuple[Expr, ...], int, list[Expr]]] = []
+    node = output
+    operands = _operands(output)
+    start = 0
+    new_operands: list[Expr] = []
+    while True:
+        member = None
+        for k in range(start, len(operands)):
+            a = operands[k]
+            j = index.get(a)
+            if j is not None and roots[j] == group:
+                b = inner.get(a)
+                if b is None:  # a member not built yet: build it first
+                    member = a
+                    break
+                new_operands.append(b)
+            elif type(a) is Constant and a.data.ndim == 0:
+                new_operands.append(a)  # scalars are inlined
+            else:
+                arg = outer(a, a)
+                param = by_arg.get(arg)
+                if param is None:
+                    # A fresh Var, as Var(name, type) would build it: %p<count>, of the
+                    # operand's type (the name is a string, the type a checked type).
+                    ty = a._checked_type
+                    if ty is None:
+                        ty = a.checked_type  # untyped: raises the usual error
+                    count = len(params)
+                    param = _unchecked_var(names[count] if count < len(names) else f"p{count}", ty)
+                    params.append(param)
+                    args.append(arg)
+                    by_arg[arg] = param
+                new_operands.append(param)
+        if member is not None:
+            stack.append((node, operands, k, new_operands))
+            node = member
+            operands = _operands(member)
+            start = 0
+            new_operands = []
+            continue
+        # A copy of the member on its new operands (an op call keeps its op, arity and
+        # valid attrs: no check needed).
+        if type(node) is Call and type(node.op) is Op:
+            copy = _unchecked_call(node.op, tuple(new_operands), node.attrs)
+        else:
+            copy = _rebuild(node, new_operands)
+        if not stack:
+            break
+        inner[node] = copy
+        node, operands, start, new_operands = stack.pop()
+        new_operands.append(copy)
+        start += 1
+    # Fresh distinct params, a built body, its type and the Primitive attrs: all
+    # valid by construction, so the unchecked constructors build them.
+    ret_type = output._checked_type
+    if ret_type is None:
+        ret_type = output.checked_type  # untyped: raises the usual error
+    fn = _unchecked_function(tuple(params), copy, ret_type, _PRIMITIVE)
+    return _unchecked_call(fn, tuple(args), EMPTY_ATTRS)
 
 
 def _operands(node: Expr) -> tuple[Expr, ...]:
