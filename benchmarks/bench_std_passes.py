@@ -18,9 +18,10 @@ one input ``x``, N steps):
 
 For each workload and N (``--sizes``, default 10^3 10^4 10^5) the graph is
 built once (build time printed separately), then timed in ``--repeat``
-interleaved rounds over the sizes (median; the garbage collector is run
-before each sample; a sample at a small N runs the pass on enough fresh
-copies to cover as many steps as the largest N). The table
+interleaved rounds over the sizes (median; before each sample the garbage
+collector is run and what is alive frozen out of its scans; a sample at a
+small N runs the pass on enough fresh copies to cover as many steps as the
+largest N). The table
 shows the pass time, microseconds per step, the op calls before and after
 (by op name, plus let bindings), whether the pass did its job (``FAIL`` if not:
 such a figure does not count), the target in us/step, and the scaling ratio
@@ -161,17 +162,6 @@ WORKLOADS = [
 # --- timing ------------------------------------------------------------------------
 
 
-def median_seconds(run: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """Median wall time of ``repeat`` runs of ``run()`` and the last result."""
-    times, out = [], None
-    for _ in range(repeat):
-        gc.collect()
-        start = CLOCK()
-        out = run()
-        times.append(CLOCK() - start)
-    return statistics.median(times), out
-
-
 def fresh(mod: IRModule) -> IRModule:
     """A new module object holding the same functions.
 
@@ -183,33 +173,28 @@ def fresh(mod: IRModule) -> IRModule:
     return IRModule(dict(mod.functions))
 
 
-def time_pass(p: Pass, mod: IRModule, repeat: int, **ctx: object) -> tuple[float, IRModule]:
-    """Median seconds of ``p`` on (a fresh copy of) ``mod`` under ``PassContext(**ctx)``."""
-    copies = [fresh(mod) for _ in range(repeat)]
-
-    def run() -> IRModule:
-        with PassContext(**ctx):
-            return p(copies.pop())
-
-    seconds, out = median_seconds(run, repeat)
-    assert isinstance(out, IRModule)
-    return seconds, out
-
-
 def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[float, IRModule]:
     """Seconds per run of ``p`` over ``copies`` fresh copies of ``mod``, and one result.
 
     The results are kept until the clock has stopped, so freeing them is not
-    timed (as it is not for a single run).
+    timed (as it is not for a single run). Everything alive before the sample
+    (the workload graphs, earlier samples' leftovers) is frozen out of the
+    garbage collector's reach (``gc.freeze``) during it: a collection the
+    pass's allocations trigger then scans what the pass made, not the inputs,
+    whose construction is timed separately.
     """
     inputs = [fresh(mod) for _ in range(copies)]
     results = []
     gc.collect()
-    with PassContext(**ctx):
-        start = CLOCK()
-        for m in inputs:
-            results.append(p(m))
-        seconds = CLOCK() - start
+    gc.freeze()
+    try:
+        with PassContext(**ctx):
+            start = CLOCK()
+            for m in inputs:
+                results.append(p(m))
+            seconds = CLOCK() - start
+    finally:
+        gc.unfreeze()
     return seconds / copies, results[-1]
 
 
@@ -311,7 +296,11 @@ def main_table(sizes: list[int], repeat: int) -> None:
 
 
 def all_passes_table(sizes: list[int], repeat: int) -> None:
-    """us/step of every std pass on W1, W2 and W3 at every size, and the scaling ratio."""
+    """us/step of every std pass on W1, W2 and W3 at every size, and the scaling ratio.
+
+    Timed like the main table: the sizes in interleaved rounds, a small N batched to
+    the largest N's steps.
+    """
     names = std_passes()
     lo, hi = min(sizes), max(sizes)
     size_cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
@@ -320,26 +309,27 @@ def all_passes_table(sizes: list[int], repeat: int) -> None:
     print(header)
     print("-" * len(header))
     for wl in WORKLOADS:
-        per_pass: dict[str, dict[int, str]] = {name: {} for name in names}
-        raw: dict[str, dict[int, float]] = {name: {} for name in names}
-        for n in sizes:
-            mod, _ = timed_build(wl.build, n)
-            for name in names:
-                try:
-                    seconds, _ = time_pass(make_pass(name), mod, repeat, opt_level=3)
-                except PassError as err:
-                    per_pass[name][n] = _failure(err)
-                    continue
-                us = seconds / n * 1e6
-                raw[name][n] = us
-                per_pass[name][n] = f"{us:.2f}"
-            del mod
+        mods = {n: timed_build(wl.build, n)[0] for n in sizes}
         for name in names:
-            cells = " ".join(f"{per_pass[name].get(n, '-'):>10}" for n in sizes)
-            by_n = raw[name]
+            p = make_pass(name)
+            samples: dict[int, list[float]] = {n: [] for n in sizes}
+            failed: dict[int, str] = {}
+            for _ in range(repeat):
+                for n, mod in mods.items():
+                    if n in failed:
+                        continue
+                    try:
+                        seconds, _ = time_batch(p, mod, -(-hi // n), opt_level=3)
+                    except PassError as err:
+                        failed[n] = _failure(err)
+                        continue
+                    samples[n].append(seconds / n * 1e6)
+            by_n = {n: statistics.median(v) for n, v in samples.items() if v}
+            cells = " ".join(f"{failed[n] if n in failed else f'{by_n[n]:.2f}':>10}" for n in sizes)
             both = lo in by_n and hi in by_n and hi > lo
             ratio = f"{by_n[hi] / by_n[lo]:6.2f}" if both else "     -"
             print(f"{wl.name:8} {name:26} {cells} {ratio}", flush=True)
+        del mods
 
 
 def w5(n: int) -> None:
@@ -351,7 +341,7 @@ def w5(n: int) -> None:
     for name in std_passes():
         start = CLOCK()
         try:
-            seconds, out = time_pass(make_pass(name), mod, 1, opt_level=3)
+            seconds, out = time_batch(make_pass(name), mod, 1, opt_level=3)
         except PassError as err:
             print(f"{name:26} {CLOCK() - start:8.1f} {'':8}  {_failure(err)}")
             continue
