@@ -9,21 +9,18 @@ import irpass
 import numpy as np
 import onnx
 import pytest
-from irpass.ir import Call, Constant, Op, Tuple, Var
+from irpass.ir import Call, Constant, Tuple, Var
 from irpass.transform import PassContext
 from irpass_onnx import OnnxImportError, from_onnx, load_onnx, load_weights
 from irpass_onnx.frontend import registry
 from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx_cases import ops_in, rand
 
 F = TensorProto.FLOAT
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def rand(*shape: int, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
 def vi(name: str, shape, elem: int = F) -> onnx.ValueInfoProto:
@@ -46,14 +43,6 @@ def model_of(
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = ir_version or helper.find_min_ir_version_for(opsets)
     return model
-
-
-def ops_in(mod: irpass.IRModule) -> list[str]:
-    names: list[str] = []
-    irpass.ir.post_order_visit(
-        mod["main"], lambda e: names.append(e.op.name) if isinstance(e, Call)
-        and isinstance(e.op, Op) else None)
-    return names
 
 
 def small_net(**kw) -> onnx.ModelProto:

@@ -11,19 +11,16 @@ import numpy as np
 import onnx
 import onnx_cases
 import pytest
-from irpass.ir import Call, Op, TupleGetItem
+from irpass.ir import Call, TupleGetItem
 from irpass_onnx import OnnxImportError, from_onnx
 from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto, helper
+from onnx_cases import ops_in, rand
 
 RTOL, ATOL = 1e-4, 1e-5
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def rand(*shape: int, seed: int = 0, dtype: str = "float32") -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
 def make_model(
@@ -61,14 +58,6 @@ def single(nodes_op: str, x: np.ndarray, opset: int = 13, inits=None, extra_inpu
     node = helper.make_node(nodes_op, ["x", *extra_inputs], ["y"], **attrs)
     out_type = helper.np_dtype_to_tensor_dtype(x.dtype)
     return make_model([node], {"x": x}, ["y"], inits, opset, out_type), {"x": x}
-
-
-def ops_in(mod: irpass.IRModule) -> list[str]:
-    names: list[str] = []
-    irpass.ir.post_order_visit(
-        mod["main"], lambda e: names.append(e.op.name) if isinstance(e, Call)
-        and isinstance(e.op, Op) else None)
-    return names
 
 
 # -- convolution -------------------------------------------------------------------------------

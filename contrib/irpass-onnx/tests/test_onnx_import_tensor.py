@@ -3,58 +3,20 @@ changed, run by irpass.evaluate and compared with onnxruntime (graph optimizatio
 
 from __future__ import annotations
 
-import irpass
 import numpy as np
 import onnx
 import pytest
-from irpass.ir import Call, Constant, post_order_visit
+from irpass.ir import Constant
 from irpass_onnx import OnnxImportError, from_onnx
-from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto as TP
 from onnx import helper
-from onnx_cases import elem_type, make_model
+from onnx_cases import check, elem_type, make_model, ops_in, rand
 
 F32 = TP.FLOAT
 I64 = TP.INT64
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-def run_irpass(model, feeds, **options):
-    mod = from_onnx(model, **options)
-    out = irpass.evaluate(mod, **feeds)
-    return mod, list(out) if isinstance(out, tuple) else [out]
-
-
-def check(model, feeds, ref=None, **options):
-    """Import ``model``, evaluate it on ``feeds`` and compare with onnxruntime (or ``ref``)."""
-    before = model.SerializeToString()
-    mod, got = run_irpass(model, feeds, **options)
-    assert model.SerializeToString() == before, "the import changed the ModelProto"
-    want = run_ort(model, feeds) if ref is None else ref
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w)
-        assert g.shape == w.shape
-        assert g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-    return mod
-
-
-def ops_in(mod) -> list[str]:
-    names: list[str] = []
-
-    def visit(e):
-        if isinstance(e, Call) and hasattr(e.op, "name"):
-            names.append(e.op.name)
-
-    post_order_visit(mod["main"].body, visit)
-    return names
-
-
-def rand(*shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
 def unary_model(op, x, opset, out=F32, extra_inputs=None, inits=None, **attrs):
