@@ -77,12 +77,12 @@ from irpass.ir import (
     Tuple,
     TupleGetItem,
     Var,
-    infer_type,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, Sequential, function_pass
 
-from .simplify_expr import reaches_op_call
+from .infer_type import typed_function
+from .scan import reaches_op_call
 
 if TYPE_CHECKING:
     from irpass.ir import Expr, IRModule
@@ -299,13 +299,6 @@ class _Rewriter(ExprMutator):
             return new.args[index]
         edit = self.edits.get(call)
         return edit(new) if edit is not None else new
-
-
-def _typed(func: Function, mod: IRModule) -> Function:
-    """``func`` with types on every node (InferType is required, so usually ``func`` itself)."""
-    if func.body._checked_type is not None and func._checked_type is not None:
-        return func
-    return infer_type(func, mod)
 
 
 # -- backward ------------------------------------------------------------------------------------
@@ -611,7 +604,7 @@ def BackwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fu
 
     Returns ``func`` itself when there is nothing to fold.
     """
-    typed = _typed(func, mod)
+    typed = typed_function(func, mod)
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():  # many dict entries, no cycles: the collector would only rescan the IR
@@ -626,7 +619,7 @@ def ForwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fun
 
     Returns ``func`` itself when there is nothing to fold.
     """
-    typed = _typed(func, mod)
+    typed = typed_function(func, mod)
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irpass.ir import IRModule, infer_type
+from irpass.ir import Function, IRModule, infer_type
 from irpass.transform import PassContext, module_pass
 
 
@@ -15,3 +15,15 @@ def InferType(mod: IRModule, ctx: PassContext) -> IRModule:
     the function and expression.
     """
     return infer_type(mod)
+
+
+def typed_function(func: Function, mod: IRModule) -> Function:
+    """``func`` with a type on every node, for the function passes that read types.
+
+    They list InferType in ``required``, so this is usually ``func`` itself; when the
+    requirement was skipped (InferType disabled) the types are inferred here, which
+    may return a retyped copy.
+    """
+    if func.body._checked_type is not None and func._checked_type is not None:
+        return func
+    return infer_type(func, mod)

@@ -76,7 +76,6 @@ from irpass.ir import (
     Constant,
     Expr,
     ExprMutator,
-    ExprVisitor,
     Function,
     If,
     IRModule,
@@ -94,6 +93,9 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.plugins import register_registry
 from irpass.transform import ConfigOption, PassContext, function_pass
+
+from .infer_type import typed_function
+from .scan import reaches_op_call
 
 __all__ = [
     "CONFIG_OPTIONS",
@@ -813,30 +815,6 @@ class _LayoutRewriter(ExprMutator):
         return Function(func.params, body, func.ret_type, attrs)
 
 
-class _Found(Exception):
-    pass
-
-
-class _OpFinder(ExprVisitor):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def visit_call(self, call: Call) -> None:
-        op = call.op
-        if type(op) is Op and op.name in self.names:
-            raise _Found
-        super().visit_call(call)
-
-
-def _calls_any(func: Function, names: set[str]) -> bool:
-    """Whether ``func`` calls one of the ops ``names`` (a visit that stops at the first)."""
-    try:
-        _OpFinder(names).visit(func)
-    except _Found:
-        return True
-    return False
-
-
 def _rewrite(
     func: Function,
     mod: IRModule,
@@ -849,16 +827,12 @@ def _rewrite(
     ``check_types`` names hooks of plugins: the result is then type-checked, so a
     hook returning an expression of the wrong type is reported by this pass.
     """
-    if not hooks or not _calls_any(func, {*hooks, "layout_transform"}):
+    if not hooks or not reaches_op_call(func, {*hooks, "layout_transform"}):
         return func  # nothing to hook and no transform to compose: nothing can change
-    try:
-        func.checked_type  # noqa: B018 - InferType normally ran (required) already
-        typed = func
-    except ValueError:
-        typed = infer_type(func, mod)
+    typed_func = typed_function(func, mod)
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
-        out = _LayoutRewriter(hooks, ctx).visit(typed)
-    if out is typed:
+        out = _LayoutRewriter(hooks, ctx).visit(typed_func)
+    if out is typed_func:
         return func
     if check_types:
         try:

@@ -556,6 +556,7 @@ _unchecked_function = Function._unchecked
 _unchecked_let = Let._unchecked
 _unchecked_var = Var._unchecked
 
+
 def to_a_normal_form(func: Function) -> Function:
     """``func`` in A-normal form (see the module docstring); ``func`` itself if it already is."""
     with gc_paused():

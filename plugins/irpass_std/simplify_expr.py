@@ -78,7 +78,7 @@ rule reads ``checked_type`` of a node the pass made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -89,7 +89,6 @@ from irpass.ir import (
     ExprMutator,
     Function,
     GlobalVar,
-    If,
     IRModule,
     Let,
     Op,
@@ -98,14 +97,15 @@ from irpass.ir import (
     TupleGetItem,
     Type,
     Var,
-    infer_type,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 from .effects import Callees, EffectAnalysis
+from .infer_type import typed_function
+from .scan import reaches_op_call
 
-__all__ = ["CONFIG_OPTIONS", "FINITE_MATH", "SimplifyExpr", "reaches_op_call"]
+__all__ = ["CONFIG_OPTIONS", "FINITE_MATH", "SimplifyExpr"]
 
 _unchecked_call = Call._unchecked
 
@@ -129,7 +129,7 @@ def SimplifyExpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     Returns ``func`` itself when no rule fired.
     """
     finite_math = ctx.config.get(FINITE_MATH, False)
-    typed = _typed(func, mod)
+    typed = typed_function(func, mod)
     if not reaches_op_call(typed, _RULES, _may_fire):
         return func  # no rule can fire anywhere: the walk would rebuild nothing
     # The walk allocates many long-lived, acyclic nodes: the cyclic GC would only rescan them.
@@ -138,15 +138,6 @@ def SimplifyExpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         simplifier.root = typed
         out = simplifier.visit(typed)
     return func if out is typed else out
-
-
-def _typed(func: Function, mod: IRModule) -> Function:
-    """``func`` with types: as is after InferType, else inferred here (a retyped copy maybe)."""
-    try:
-        func.checked_type  # noqa: B018 - probing the cache
-    except ValueError:
-        return infer_type(func, mod)
-    return func
 
 
 # -- side effects -------------------------------------------------------------------------------
@@ -166,52 +157,6 @@ def may_have_effects() -> Callable[[Expr], bool]:
 
 # Nodes whose evaluation does nothing but produce a value (a Function builds a closure).
 _EFFECT_FREE_LEAVES = frozenset({Var, GlobalVar, Constant, Op, Function})
-
-
-def reaches_op_call(
-    root: Expr, names: Container[str], test: Callable[[Call], bool] | None = None
-) -> bool:
-    """Whether a call of an :class:`Op` named in ``names`` (and, if given, with ``test(call)``
-    true) is reachable from ``root``, through every node kind (``let``, ``if``, tuples and
-    nested functions included; other global functions are not followed).
-
-    A quick read-only scan: a pass whose ops do not occur in a function can return the
-    function at once instead of rebuilding it node by node. Iterative, linear; stops at
-    the first match.
-    """
-    seen: set[Expr] = set()
-    mark = seen.add
-    stack = [root]
-    push = stack.append
-    pop = stack.pop
-    while stack:
-        node = pop()
-        t = type(node)
-        if t is Call:
-            callee = node.op
-            if type(callee) is Op:
-                if callee.name in names and (test is None or test(node)):
-                    return True
-                children: tuple[Expr, ...] = node.args
-            else:
-                children = (callee, *node.args)
-        elif t is Let:
-            children = (node.value, node.body)
-        elif t is Tuple:
-            children = node.fields
-        elif t is TupleGetItem:
-            children = (node.tuple_value,)
-        elif t is If:
-            children = (node.cond, node.true_branch, node.false_branch)
-        elif t is Function:
-            children = (node.body,)
-        else:  # a leaf: var, global var, constant, op
-            continue
-        for child in children:
-            if child not in seen:
-                mark(child)
-                push(child)
-    return False
 
 
 def _use_counts(root: Expr) -> dict[Expr, int]:

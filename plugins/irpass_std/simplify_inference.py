@@ -52,7 +52,9 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
-from .simplify_expr import _typed, may_have_effects, reaches_op_call
+from .infer_type import typed_function
+from .scan import reaches_op_call
+from .simplify_expr import may_have_effects
 
 __all__ = ["CONFIG_OPTIONS", "DECOMPOSE_LAYER_NORM", "SimplifyInference"]
 
@@ -76,7 +78,7 @@ def SimplifyInference(func: Function, mod: IRModule, ctx: PassContext) -> Functi
     Returns ``func`` itself when it holds none of them.
     """
     decompose = bool(ctx.config.get(DECOMPOSE_LAYER_NORM, False))
-    typed = _typed(func, mod)
+    typed = typed_function(func, mod)
     if not reaches_op_call(typed, _LOWERED_WITH_LAYER_NORM if decompose else _LOWERED):
         return func  # none of the ops it lowers: the walk would rebuild nothing
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
