@@ -2,13 +2,14 @@
 check that machine load cannot move.
 
 ``bench_std_passes.py`` times the passes; on a shared VM its 10^5/10^3 ratios move by
-0.1-0.2 from run to run, and part of what they show is the memory hierarchy (a 10^3
+0.1-0.5 from run to run, and part of what they show is the memory hierarchy (a 10^3
 program sits in the CPU caches, a 10^5 one does not). This script counts instead:
 each workload and size runs in one process under ``valgrind --tool=callgrind``, which
 executes the pass on a simulated CPU and counts the machine instructions it retires.
-The count is the same on every run (hash seeds are fixed), whatever else the
-machine does, so a ratio of instructions per step between two sizes says whether the
-*work* per node grows with the program: 1.00 is linear.
+Whatever else the machine does, the count does not change (hash seeds are fixed, no
+clock is read; what the process did before a pass moves it by 1.5% at most), so a
+ratio of instructions per step between two sizes says whether the *work* per node grows
+with the program: 1.00 is linear.
 
 How: the child process builds the workload, types it (uncounted, so every pass meets a
 typed program at every size), warms each pass up on a tiny program
