@@ -67,7 +67,7 @@ def child(workload: str, n: int, copies: int, passes: list[str]) -> None:
         # Typed once before anything is counted: the first typing of a program writes a
         # type into every node, a later one compares, so without this the first pass that
         # types it would count the one path at 10^5 and mostly the other over the copies
-        # of 10^3. (The timing script's median is of typed inputs at every size too.)
+        # of 10^3. (In the timing script, too, only the first round meets an untyped one.)
         mod = get_pass("InferType")(bench.fresh(mod))
     for name in passes:
         p = bench.make_pass(name)
