@@ -158,15 +158,15 @@ def main() -> None:
         parser.error(f"not std passes: {', '.join(unknown)}")
     workloads = args.workloads or [w.name for w in bench.WORKLOADS]
     sizes = sorted(set(args.sizes))
-    largest = sizes[-1]
-    jobs = [(w, n, -(-largest // n)) for w in workloads for n in sizes]
+    copies = {n: -(-sizes[-1] // n) for n in sizes}  # each size covers the largest's steps
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {
-            (w, n): pool.submit(count, w, n, copies, passes, args.cache_sim)
-            for w, n, copies in jobs
+            (w, n): pool.submit(count, w, n, copies[n], passes, args.cache_sim)
+            for w in workloads
+            for n in sizes
         }
         results = {key: f.result() for key, f in futures.items()}
-    steps = {n: n * -(-largest // n) for n in sizes}
+    steps = {n: n * copies[n] for n in sizes}
     lo, hi = sizes[0], sizes[-1]
     print(f"Python {sys.version.split()[0]}, instructions per step (callgrind)")
     cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
