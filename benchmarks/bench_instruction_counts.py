@@ -151,11 +151,10 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH")
-    known = bench.std_passes()
-    passes = args.passes or known
-    unknown = sorted(set(passes) - set(known))
-    if unknown:
-        parser.error(f"not std passes: {', '.join(unknown)}")
+    try:
+        passes = bench.pick_passes(args.passes)
+    except ValueError as err:
+        parser.error(str(err))
     workloads = args.workloads or [w.name for w in bench.WORKLOADS]
     sizes = sorted(set(args.sizes))
     copies = {n: -(-sizes[-1] // n) for n in sizes}  # each size covers the largest's steps

@@ -29,7 +29,8 @@ us/step at the largest N over us/step at the smallest (1.0 is linear; the
 target is at most 1.3).
 
 ``--all-passes`` also times every std pass on W1, W2 and W3 at every size
-(us/step and the scaling ratio). ``--w5`` runs every std pass once on W3 at
+(us/step and the scaling ratio), each row in a fresh process (``--passes``
+picks some). ``--w5`` runs every std pass once on W3 at
 N = 10^6 (``--w5-n``): build time, pass time, no ``RecursionError``.
 
     python benchmarks/bench_std_passes.py
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -215,6 +217,15 @@ def std_passes() -> list[str]:
     return [name for name in list_passes() if get_pass_entry(name).owner == "std"]
 
 
+def pick_passes(names: list[str] | None) -> list[str]:
+    """``names`` (every std pass when None), checked to be std passes."""
+    known = std_passes()
+    unknown = sorted(set(names or ()) - set(known))
+    if unknown:
+        raise ValueError(f"not std passes: {', '.join(unknown)}")
+    return names or known
+
+
 def make_pass(name: str) -> Pass:
     """A std pass with the arguments the benchmark runs it with."""
     if name == "ConvertLayout":
@@ -295,41 +306,49 @@ def main_table(sizes: list[int], repeat: int) -> None:
             print(f"  {name:4} {label:36} {ratio:5.2f}  {verdict}")
 
 
-def all_passes_table(sizes: list[int], repeat: int) -> None:
-    """us/step of every std pass on W1, W2 and W3 at every size, and the scaling ratio.
+def all_passes_table(sizes: list[int], repeat: int, clock: str, passes: list[str]) -> None:
+    """us/step of each of ``passes`` on each workload at every size, and the scaling ratio.
 
     Timed like the main table: the sizes in interleaved rounds, a small N batched to
-    the largest N's steps.
+    the largest N's steps. Each row (a workload and a pass) is timed in a fresh process
+    of this script, as pyperf runs each benchmark: what earlier rows built and freed
+    (W1's 10^5 program alone is 132 MB) decides where this row's 10^5 program lands in
+    memory, and that moved a ratio by up to 0.5 when all rows shared one process.
     """
-    names = std_passes()
-    lo, hi = min(sizes), max(sizes)
     size_cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
-    print(f"\nevery std pass, us/step (median of {repeat})")
+    print(f"\nevery std pass, us/step (median of {repeat}, one process per row)")
     header = f"{'workload':8} {'pass':26} {size_cols} {'ratio':>6}"
     print(header)
-    print("-" * len(header))
+    print("-" * len(header), flush=True)
     for wl in WORKLOADS:
-        mods = {n: timed_build(wl.build, n)[0] for n in sizes}
-        for name in names:
-            p = make_pass(name)
-            samples: dict[int, list[float]] = {n: [] for n in sizes}
-            failed: dict[int, str] = {}
-            for _ in range(repeat):
-                for n, mod in mods.items():
-                    if n in failed:
-                        continue
-                    try:
-                        seconds, _ = time_batch(p, mod, -(-hi // n), opt_level=3)
-                    except PassError as err:
-                        failed[n] = _failure(err)
-                        continue
-                    samples[n].append(seconds / n * 1e6)
-            by_n = {n: statistics.median(v) for n, v in samples.items() if v}
-            cells = " ".join(f"{failed[n] if n in failed else f'{by_n[n]:.2f}':>10}" for n in sizes)
-            both = lo in by_n and hi in by_n and hi > lo
-            ratio = f"{by_n[hi] / by_n[lo]:6.2f}" if both else "     -"
-            print(f"{wl.name:8} {name:26} {cells} {ratio}", flush=True)
-        del mods
+        for name in passes:
+            cmd = [sys.executable, __file__, "--all-passes-row", wl.name, name]
+            cmd += ["--repeat", str(repeat), "--clock", clock, "--sizes", *map(str, sizes)]
+            subprocess.run(cmd, check=True)
+
+
+def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int) -> None:
+    """One row of :func:`all_passes_table`: pass ``name`` on ``wl`` at every size."""
+    lo, hi = min(sizes), max(sizes)
+    mods = {n: timed_build(wl.build, n)[0] for n in sizes}
+    p = make_pass(name)
+    samples: dict[int, list[float]] = {n: [] for n in sizes}
+    failed: dict[int, str] = {}
+    for _ in range(repeat):
+        for n, mod in mods.items():
+            if n in failed:
+                continue
+            try:
+                seconds, _ = time_batch(p, mod, -(-hi // n), opt_level=3)
+            except PassError as err:
+                failed[n] = _failure(err)
+                continue
+            samples[n].append(seconds / n * 1e6)
+    by_n = {n: statistics.median(v) for n, v in samples.items() if v}
+    cells = " ".join(f"{failed[n] if n in failed else f'{by_n[n]:.2f}':>10}" for n in sizes)
+    both = lo in by_n and hi in by_n and hi > lo
+    ratio = f"{by_n[hi] / by_n[lo]:6.2f}" if both else "     -"
+    print(f"{wl.name:8} {name:26} {cells} {ratio}", flush=True)
 
 
 def w5(n: int) -> None:
@@ -376,6 +395,10 @@ def main() -> None:
     parser.add_argument("--w5-n", type=int, default=1_000_000, help="N for --w5 (default 10^6)")
     parser.add_argument("--no-main", action="store_true", help="skip the W1/W2/W3 table")
     parser.add_argument(
+        "--passes", nargs="+", metavar="PASS", help="with --all-passes: only these std passes"
+    )
+    parser.add_argument("--all-passes-row", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
         "--workloads", nargs="+", choices=[wl.name for wl in WORKLOADS], help="only these"
     )
     parser.add_argument(
@@ -391,12 +414,21 @@ def main() -> None:
     if args.repeat < 1 or any(n < 1 for n in args.sizes):
         parser.error("--repeat and --sizes must be positive")
     sizes = sorted(set(args.sizes))
+    if args.all_passes_row:  # a child of all_passes_table
+        workload, name = args.all_passes_row
+        wl = next(w for w in WORKLOADS if w.name == workload)
+        all_passes_row(wl, name, sizes, args.repeat)
+        return
+    try:
+        passes = pick_passes(args.passes)
+    except ValueError as err:
+        parser.error(str(err))
     print(f"irpass {irpass.__version__}, Python {sys.version.split()[0]}, {args.clock} clock")
     if not args.no_main:
         print(f"W1/W2/W3, median of {args.repeat} runs, build timed separately\n")
         main_table(sizes, args.repeat)
     if args.all_passes:
-        all_passes_table(sizes, args.repeat)
+        all_passes_table(sizes, args.repeat, args.clock, passes)
     if args.w5:
         w5(args.w5_n)
 
