@@ -248,8 +248,9 @@ class _Scope:
                 self.jump = j.jump
             else:
                 self.jump = parent
-        # (var, value, the input Let it comes from or None)
-        self.bindings: list[tuple[Var, Expr, Let | None]] = []
+        # Flat triples: var, value, the input Let it comes from or None (a tuple per
+        # binding would add 64 bytes a node to what a large program's walk keeps).
+        self.bindings: list[Var | Expr | Let | None] = []
 
 
 def _ancestor(s: _Scope, depth: int) -> _Scope:
@@ -277,7 +278,9 @@ def _lca(a: _Scope, b: _Scope) -> _Scope:
 def _wrap(scope: _Scope, tail: Expr) -> Expr:
     """``let``-bind the bindings of ``scope`` around ``tail``, reusing unchanged input lets."""
     body = tail
-    for var, value, origin in reversed(scope.bindings):
+    b = scope.bindings
+    for i in range(len(b) - 3, -1, -3):
+        var, value, origin = b[i], b[i + 1], b[i + 2]
         if origin is not None and origin.value is value and origin.body is body:
             body = origin
         else:
@@ -309,13 +312,13 @@ class _ANormalizer:
         root = func.body
         if _is_atom(root):
             return func
-        order, islands, direct, direct_lets, nested = self._walk(root)
+        order, uses, islands, direct, nested = self._walk(root)
         top = _Scope(None)
         if nested:
             scope, sub = self._place(order, root, top, islands)
         else:  # one scope (no if, no closure): every node is bound in the body's
             scope, sub = None, {}
-        new_body = self._emit(order, scope, sub, islands, direct, direct_lets, root, top)
+        new_body = self._emit(order, uses, scope, sub, islands, direct, root, top)
         if new_body is root:
             return func
         return _unchecked_function(func.params, new_body, func.ret_type, func.attrs)
@@ -323,14 +326,17 @@ class _ANormalizer:
     # Step 1: post-order (with _BIND markers) and use counts; whether there is more than
     # one scope. The stack holds flat (node, state) pairs, the common cases are tested
     # first and the atom test is inlined: this loop runs once per node.
-    def _walk(self, root: Expr) -> tuple[list, set, dict, set, bool]:
+    #
+    # The tables of the three steps are as large as the program, so on a large one they
+    # decide how much memory the walk touches: ``uses`` holds, per node, twice its use
+    # count plus 1 once the node is expanded (rather than a set of expanded nodes beside
+    # it), and step 3 reuses it for the atoms.
+    def _walk(self, root: Expr) -> tuple[list, dict, set, dict, bool]:
         order: list = []
         emit = order.append
         uses: dict[Expr, int] = {root: 0}
         count = uses.get
         islands: set[Function] = set()
-        expanded: set[Expr] = set()
-        expand = expanded.add
         binds: list[Let] = []  # the lets, in the order of their _BIND markers
         scopes: list[Expr] = []  # the ifs and functions met: they may open scopes
         atoms = _ATOM_TYPES
@@ -347,9 +353,10 @@ class _ANormalizer:
                 emit((node,))
                 binds.append(node)
                 continue
-            if node in expanded:
+            marks = uses[node]  # every pushed node has its entry
+            if marks & 1:  # already expanded (pushed again by a later parent)
                 continue
-            expand(node)
+            uses[node] = marks + 1
             t = type(node)
             if t is Call:
                 op = node.op
@@ -368,8 +375,9 @@ class _ANormalizer:
                         push(node)
                         push(_BIND)
                     if not _is_atom(kid):
-                        uses[kid] = count(kid, 0) + 1
-                        if kid not in expanded:
+                        marks = count(kid, 0) + 2
+                        uses[kid] = marks
+                        if not marks & 1:
                             push(kid)
                             push(_ENTER)
                 continue
@@ -391,24 +399,25 @@ class _ANormalizer:
                 tk = type(kid)
                 if tk in atoms or (tk is Function and _is_primitive(kid)):
                     continue
-                uses[kid] = count(kid, 0) + 1
-                if kid not in expanded:
+                marks = count(kid, 0) + 2
+                uses[kid] = marks
+                if not marks & 1:
                     push(kid)
                     push(_ENTER)
         # A let's value used by that let only is bound to the let's own var. If the
         # value is itself a let (chain) used once, its final body is the one bound.
-        direct: dict[Expr, tuple[Var, Let]] = {}
-        direct_lets: set[Let] = set()
+        # Keyed by that value and by the let itself (the let then binds nothing more).
+        direct: dict[Expr, Let] = {}
         for let in binds:
             target = let.value
-            while type(target) is Let and count(target) == 1:
+            while type(target) is Let and count(target, 0) >> 1 == 1:
                 target = target.body
-            if type(target) is not Let and count(target) == 1 and target not in direct:
-                direct[target] = (let.var, let)
-                direct_lets.add(let)
+            if type(target) is not Let and count(target, 0) >> 1 == 1 and target not in direct:
+                direct[target] = let
+                direct[let] = let
         # Letrec functions are converted on their own: they open no scope here.
         nested = any(type(n) is If or n not in islands for n in scopes)
-        return order, islands, direct, direct_lets, nested
+        return order, uses, islands, direct, nested
 
     # Step 2: the scope of every node, parents first.
     @staticmethod
@@ -464,17 +473,20 @@ class _ANormalizer:
     def _emit(
         self,
         order: list,
+        atom: dict[Expr, object],
         scope: dict[Expr, _Scope] | None,
         sub: dict[Expr, object],
         islands: set[Function],
-        direct: dict[Expr, tuple[Var, Let]],
-        direct_lets: set[Let],
+        direct: dict[Expr, Let],
         root: Expr,
         top: _Scope,
     ) -> Expr:
         """Rebuild the nodes of ``order`` on atoms and bind them (all in ``top``
-        when ``scope`` is None)."""
-        atom: dict[Expr, Expr] = {}
+        when ``scope`` is None).
+
+        ``atom`` is step 1's ``uses``: its entry for a node is replaced by the node's
+        atom when the node is emitted, before any parent reads it (post-order).
+        """
         get = atom.get
         bound_to = direct.get
         flat = scope is None
@@ -483,9 +495,9 @@ class _ANormalizer:
             t = type(item)
             if t is tuple:
                 let = item[0]
-                if let not in direct_lets:
+                if let not in direct:
                     bindings = top_bindings if flat else scope[let].bindings  # type: ignore[index]
-                    bindings.append((let.var, get(let.value, let.value), let))
+                    bindings += (let.var, get(let.value, let.value), let)
                 continue
             node = item
             if t is Call:
@@ -528,13 +540,9 @@ class _ANormalizer:
                     node.params, body, node.ret_type, node.attrs
                 )
             bindings = top_bindings if flat else scope[node].bindings  # type: ignore[index]
-            bound = bound_to(node)
-            if bound is not None:
-                var, origin = bound
-                bindings.append((var, new, origin))
-            else:
-                var = _unchecked_var(_FRESH_NAME)
-                bindings.append((var, new, None))
+            origin = bound_to(node)
+            var = _unchecked_var(_FRESH_NAME) if origin is None else origin.var
+            bindings += (var, new, origin)
             atom[node] = var
         return _wrap(top, get(root, root))
 
