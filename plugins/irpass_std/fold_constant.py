@@ -141,17 +141,16 @@ def fold_constant(
     because its kernel or type relation failed.
     """
     warnings: list[tuple[str, Expr]] = []
+    # No name holds a _Folder: its memo dies inside the pause (see gc_paused).
     with np.errstate(all="ignore"), gc_paused():
-        folder = _Folder(func, mod, max_elements, warnings, typed=False)
         try:
-            out = folder.visit(func)
+            out = _Folder(func, mod, max_elements, warnings, typed=False).visit(func)
         except _Retyped as retyped:
             # Type inference returned a copy: start again on the typed copy,
             # so the types read for shape_of belong to the nodes visited.
             typed = retyped.typed
             warnings.clear()
-            folder = _Folder(typed, mod, max_elements, warnings, typed=True)
-            out = folder.visit(typed)
+            out = _Folder(typed, mod, max_elements, warnings, typed=True).visit(typed)
             if out is typed:
                 out = func  # nothing folded: keep the input's identity
     if report is not None:

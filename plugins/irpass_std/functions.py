@@ -532,6 +532,8 @@ class RemoveUnusedFunctions:
                 + f" not in the module; its functions are: {have}"
             )
         reached = set(self.entry_functions)
+        if len(reached) == len(mod):  # every function is an entry: none to walk or remove
+            return mod
         todo = list(reached)
         while todo:
             for ref in _global_refs(mod[todo.pop()]):

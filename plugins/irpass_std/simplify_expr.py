@@ -137,6 +137,7 @@ def SimplifyExpr(func: Function, mod: IRModule, ctx: PassContext) -> Function:
         simplifier = _Simplifier(bool(finite_math))
         simplifier.root = typed
         out = simplifier.visit(typed)
+        del simplifier  # its memo dies inside the pause (see gc_paused)
     return func if out is typed else out
 
 

@@ -5,6 +5,12 @@ that all stay alive; each time the collector runs it walks every one of them,
 which made text round trips of big programs up to twice as slow. IR nodes
 never form reference cycles, so pausing the collector loses nothing.
 
+Whatever the block allocated and still holds when it ends is scanned by the
+collection that turning the collector back on sets off, at a cost of a cache
+miss or more per object on a program larger than the CPU caches. So let a
+walk's tables die inside the block (a temporary walker object, or ``del``),
+and only its result outlive it.
+
 The switch is process-wide: when two threads pause at once, the first to
 finish turns the collector back on while the other still runs. That only
 costs the other thread speed, never correctness.
