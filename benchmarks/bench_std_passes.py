@@ -16,8 +16,9 @@ one input ``x``, N steps):
   ``x = relu(add(x, x))`` -- timed with DeadCodeElimination, which must leave
   no tanh.
 
-For each workload and N (``--sizes``, default 10^3 10^4 10^5) the graph is
-built once (build time printed separately), then timed in ``--repeat``
+For each workload (each in a fresh process of this script) and N (``--sizes``,
+default 10^3 10^4 10^5) the graph is built once (build time printed
+separately), then timed in ``--repeat``
 interleaved rounds over the sizes (median; before each sample the garbage
 collector is run and what is alive frozen out of its scans; a sample at a
 small N runs the pass on enough fresh copies to cover as many steps as the
@@ -236,74 +237,85 @@ def make_pass(name: str) -> Pass:
 # --- the three modes ---------------------------------------------------------------
 
 
-def main_table(sizes: list[int], repeat: int) -> None:
-    """The W1/W2/W3 table: each workload with its own pass.
+def main_table(sizes: list[int], repeat: int, clock: str) -> None:
+    """The W1/W2/W3 table: each workload with its own pass, each in a fresh process.
 
     The sizes of a workload are timed in interleaved rounds (each round runs
     every size once), so a change of machine load during the measurement
     hits every size alike instead of skewing the scaling ratio. One sample
     at a smaller N runs the pass on enough fresh copies to cover as many
     steps as the largest N, so every sample is long enough for the clock.
+    Each workload runs in a process of its own for the reason given in
+    :func:`all_passes_table`.
     """
     header = (
         f"{'workload':8} {'pass':36} {'N':>7} {'build s':>8} {'pass ms':>9} {'us/step':>8} "
         f"{'target':>6} {'ok':4}  nodes before -> after"
     )
     print(header)
-    print("-" * len(header))
-    ratios: list[tuple[str, str, float, float]] = []
-    largest = max(sizes)
+    print("-" * len(header), flush=True)
     for wl in WORKLOADS:
-        p = get_pass(wl.pass_name)
-        cases = []  # (label, n, module, context, build seconds, counts before)
-        for n in sizes:
-            mod, build_s = timed_build(wl.build, n)
-            before = count_ops(mod)
-            if "InferType" in p.info.required:
-                with PassContext(opt_level=3):
-                    typed = get_pass("InferType")(fresh(mod))
-                cases.append((f"{wl.pass_name} (+InferType)", n, mod, {}, build_s, before))
-                cases.append(
-                    (
-                        f"{wl.pass_name} (body, typed)",
-                        n,
-                        typed,
-                        {"disabled_pass": ["InferType"]},
-                        build_s,
-                        before,
-                    )
+        _in_fresh_process(["--main-rows", wl.name], sizes, repeat, clock)
+
+
+def main_rows(wl: Workload, sizes: list[int], repeat: int) -> None:
+    """The rows of :func:`main_table` for one workload, and its scaling ratios."""
+    p = get_pass(wl.pass_name)
+    cases = []  # (label, n, module, context, build seconds, counts before)
+    for n in sizes:
+        mod, build_s = timed_build(wl.build, n)
+        before = count_ops(mod)
+        if "InferType" in p.info.required:
+            with PassContext(opt_level=3):
+                typed = get_pass("InferType")(fresh(mod))
+            cases.append((f"{wl.pass_name} (+InferType)", n, mod, {}, build_s, before))
+            cases.append(
+                (
+                    f"{wl.pass_name} (body, typed)",
+                    n,
+                    typed,
+                    {"disabled_pass": ["InferType"]},
+                    build_s,
+                    before,
                 )
-            else:
-                cases.append((wl.pass_name, n, mod, {}, build_s, before))
-        samples: list[list[float]] = [[] for _ in cases]
-        outs: list[IRModule | None] = [None] * len(cases)
-        for _ in range(repeat):
-            for i, (_, n, mod, ctx, _, _) in enumerate(cases):
-                seconds, outs[i] = time_batch(p, mod, -(-largest // n), opt_level=3, **ctx)
-                samples[i].append(seconds / n)
-        rows: dict[str, dict[int, float]] = {}
-        for (label, n, _, _, build_s, before), times, out in zip(cases, samples, outs, strict=True):
-            per_run = statistics.median(times)
-            us = per_run * 1e6
-            rows.setdefault(label, {})[n] = us
-            ok = "ok" if wl.done(out, n) else "FAIL"
+            )
+        else:
+            cases.append((wl.pass_name, n, mod, {}, build_s, before))
+    largest = max(sizes)
+    samples: list[list[float]] = [[] for _ in cases]
+    outs: list[IRModule | None] = [None] * len(cases)
+    for _ in range(repeat):
+        for i, (_, n, mod, ctx, _, _) in enumerate(cases):
+            seconds, outs[i] = time_batch(p, mod, -(-largest // n), opt_level=3, **ctx)
+            samples[i].append(seconds / n)
+    rows: dict[str, dict[int, float]] = {}
+    for (label, n, _, _, build_s, before), times, out in zip(cases, samples, outs, strict=True):
+        per_run = statistics.median(times)
+        us = per_run * 1e6
+        rows.setdefault(label, {})[n] = us
+        ok = "ok" if wl.done(out, n) else "FAIL"
+        print(
+            f"{wl.name:8} {label:36} {n:>7} {build_s:8.3f} {per_run * n * 1e3:9.1f} "
+            f"{us:8.2f} {wl.target_us:6.1f} {ok:4}  "
+            f"{_short(before)} -> {_short(count_ops(out))}",
+            flush=True,
+        )
+    for label, by_n in rows.items():
+        lo, hi = min(by_n), max(by_n)
+        if hi > lo:
+            ratio = by_n[hi] / by_n[lo]
+            verdict = "ok" if ratio <= 1.3 else "ABOVE TARGET"
             print(
-                f"{wl.name:8} {label:36} {n:>7} {build_s:8.3f} {per_run * n * 1e3:9.1f} "
-                f"{us:8.2f} {wl.target_us:6.1f} {ok:4}  "
-                f"{_short(before)} -> {_short(count_ops(out))}",
+                f"  {wl.name} {label}: us/step at N={hi} / at N={lo} = {ratio:.2f} "
+                f"(linear: 1.0, target <= 1.3) {verdict}",
                 flush=True,
             )
-        del cases, outs
-        for label, by_n in rows.items():
-            lo, hi = min(by_n), max(by_n)
-            if hi > lo:
-                ratios.append((wl.name, label, by_n[hi] / by_n[lo], wl.target_us))
-    if ratios:
-        lo, hi = min(sizes), max(sizes)
-        print(f"\nscaling: us/step at N={hi} / us/step at N={lo} (linear: 1.0, target <= 1.3)")
-        for name, label, ratio, _ in ratios:
-            verdict = "ok" if ratio <= 1.3 else "ABOVE TARGET"
-            print(f"  {name:4} {label:36} {ratio:5.2f}  {verdict}")
+
+
+def _in_fresh_process(args: list[str], sizes: list[int], repeat: int, clock: str) -> None:
+    """Run this script with ``args`` (a child mode) in a new process; it prints to our stdout."""
+    cmd = [sys.executable, __file__, *args, "--repeat", str(repeat), "--clock", clock]
+    subprocess.run([*cmd, "--sizes", *map(str, sizes)], check=True)
 
 
 def all_passes_table(sizes: list[int], repeat: int, clock: str, passes: list[str]) -> None:
@@ -322,9 +334,7 @@ def all_passes_table(sizes: list[int], repeat: int, clock: str, passes: list[str
     print("-" * len(header), flush=True)
     for wl in WORKLOADS:
         for name in passes:
-            cmd = [sys.executable, __file__, "--all-passes-row", wl.name, name]
-            cmd += ["--repeat", str(repeat), "--clock", clock, "--sizes", *map(str, sizes)]
-            subprocess.run(cmd, check=True)
+            _in_fresh_process(["--all-passes-row", wl.name, name], sizes, repeat, clock)
 
 
 def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int) -> None:
@@ -398,6 +408,7 @@ def main() -> None:
         "--passes", nargs="+", metavar="PASS", help="with --all-passes: only these std passes"
     )
     parser.add_argument("--all-passes-row", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--main-rows", help=argparse.SUPPRESS)
     parser.add_argument(
         "--workloads", nargs="+", choices=[wl.name for wl in WORKLOADS], help="only these"
     )
@@ -414,6 +425,9 @@ def main() -> None:
     if args.repeat < 1 or any(n < 1 for n in args.sizes):
         parser.error("--repeat and --sizes must be positive")
     sizes = sorted(set(args.sizes))
+    if args.main_rows:  # a child of main_table
+        main_rows(next(w for w in WORKLOADS if w.name == args.main_rows), sizes, args.repeat)
+        return
     if args.all_passes_row:  # a child of all_passes_table
         workload, name = args.all_passes_row
         wl = next(w for w in WORKLOADS if w.name == workload)
@@ -426,7 +440,7 @@ def main() -> None:
     print(f"irpass {irpass.__version__}, Python {sys.version.split()[0]}, {args.clock} clock")
     if not args.no_main:
         print(f"W1/W2/W3, median of {args.repeat} runs, build timed separately\n")
-        main_table(sizes, args.repeat)
+        main_table(sizes, args.repeat, args.clock)
     if args.all_passes:
         all_passes_table(sizes, args.repeat, args.clock, passes)
     if args.w5:
