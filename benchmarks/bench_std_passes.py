@@ -31,8 +31,9 @@ target is at most 1.3).
 
 ``--all-passes`` also times every std pass on W1, W2 and W3 at every size
 (us/step and the scaling ratio), each row in a fresh process (``--passes``
-picks some). ``--w5`` runs every std pass once on W3 at
-N = 10^6 (``--w5-n``): build time, pass time, no ``RecursionError``.
+picks some; ``--typed`` times pass bodies on typed modules). ``--w5`` runs
+every std pass once on W3 at N = 10^6 (``--w5-n``): build time, pass time, no
+``RecursionError``.
 
     python benchmarks/bench_std_passes.py
     python benchmarks/bench_std_passes.py --sizes 1000 10000 100000 --repeat 5
@@ -318,8 +319,13 @@ def _in_fresh_process(args: list[str], sizes: list[int], repeat: int, clock: str
     subprocess.run([*cmd, "--sizes", *map(str, sizes)], check=True)
 
 
-def all_passes_table(sizes: list[int], repeat: int, clock: str, passes: list[str]) -> None:
+def all_passes_table(
+    sizes: list[int], repeat: int, clock: str, passes: list[str], typed: bool
+) -> None:
     """us/step of each of ``passes`` on each workload at every size, and the scaling ratio.
+
+    With ``typed`` the modules are typed beforehand and a pass's InferType requirement
+    is skipped, so a row times the pass body alone (InferType's own row then re-types).
 
     Timed like the main table: the sizes in interleaved rounds, a small N batched to
     the largest N's steps. Each row (a workload and a pass) is timed in a fresh process
@@ -328,19 +334,27 @@ def all_passes_table(sizes: list[int], repeat: int, clock: str, passes: list[str
     memory, and that moved a ratio by up to 0.5 when all rows shared one process.
     """
     size_cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
-    print(f"\nevery std pass, us/step (median of {repeat}, one process per row)")
+    what = "typed modules, InferType requirement skipped" if typed else "as users run them"
+    print(f"\nstd passes ({what}), us/step (median of {repeat}, one process per row)")
     header = f"{'workload':8} {'pass':26} {size_cols} {'ratio':>6}"
     print(header)
     print("-" * len(header), flush=True)
     for wl in WORKLOADS:
         for name in passes:
-            _in_fresh_process(["--all-passes-row", wl.name, name], sizes, repeat, clock)
+            args = ["--all-passes-row", wl.name, name] + (["--typed"] if typed else [])
+            _in_fresh_process(args, sizes, repeat, clock)
 
 
-def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int) -> None:
+def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int, typed: bool) -> None:
     """One row of :func:`all_passes_table`: pass ``name`` on ``wl`` at every size."""
     lo, hi = min(sizes), max(sizes)
     mods = {n: timed_build(wl.build, n)[0] for n in sizes}
+    ctx: dict[str, object] = {}
+    if typed:
+        with PassContext(opt_level=3):
+            mods = {n: get_pass("InferType")(fresh(m)) for n, m in mods.items()}
+        if name != "InferType":
+            ctx["disabled_pass"] = ["InferType"]
     p = make_pass(name)
     samples: dict[int, list[float]] = {n: [] for n in sizes}
     failed: dict[int, str] = {}
@@ -349,7 +363,7 @@ def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int) -> No
             if n in failed:
                 continue
             try:
-                seconds, _ = time_batch(p, mod, -(-hi // n), opt_level=3)
+                seconds, _ = time_batch(p, mod, -(-hi // n), opt_level=3, **ctx)
             except PassError as err:
                 failed[n] = _failure(err)
                 continue
@@ -407,6 +421,11 @@ def main() -> None:
     parser.add_argument(
         "--passes", nargs="+", metavar="PASS", help="with --all-passes: only these std passes"
     )
+    parser.add_argument(
+        "--typed",
+        action="store_true",
+        help="with --all-passes: typed modules, InferType requirements skipped (pass bodies)",
+    )
     parser.add_argument("--all-passes-row", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--main-rows", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -431,7 +450,7 @@ def main() -> None:
     if args.all_passes_row:  # a child of all_passes_table
         workload, name = args.all_passes_row
         wl = next(w for w in WORKLOADS if w.name == workload)
-        all_passes_row(wl, name, sizes, args.repeat)
+        all_passes_row(wl, name, sizes, args.repeat, args.typed)
         return
     try:
         passes = pick_passes(args.passes)
@@ -442,7 +461,7 @@ def main() -> None:
         print(f"W1/W2/W3, median of {args.repeat} runs, build timed separately\n")
         main_table(sizes, args.repeat, args.clock)
     if args.all_passes:
-        all_passes_table(sizes, args.repeat, args.clock, passes)
+        all_passes_table(sizes, args.repeat, args.clock, passes, args.typed)
     if args.w5:
         w5(args.w5_n)
 

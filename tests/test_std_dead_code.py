@@ -340,6 +340,33 @@ def test_projection_of_a_non_literal_tuple_stays():
 # -- sharing, identity, input untouched ------------------------------------------------------
 
 
+def test_a_let_or_projection_deep_below_other_nodes_is_found():
+    # A function with no let and no projection is returned at once after a scan: the
+    # scan must see through calls, ifs and tuples to the one let or projection inside.
+    x = x2()
+    d = Var("d")
+    cond = op.greater(op.sum(x), const(np.float32(0)))
+    deep_let = If(cond, Let(d, op.tanh(x), op.exp(x)), op.abs(x))
+    check(
+        Function([x], op.nn.relu(op.add(deep_let, x))),
+        Function([x], op.nn.relu(op.add(If(cond, op.exp(x), op.abs(x)), x))),
+    )
+    deep_projection = TupleGetItem(Tuple([op.exp(x), op.tanh(x)]), 1)
+    check(
+        Function([x], Tuple([op.negative(op.multiply(x, deep_projection)), x])),
+        Function([x], Tuple([op.negative(op.multiply(x, op.tanh(x))), x])),
+    )
+
+
+def test_a_function_without_lets_or_projections_is_returned_as_is():
+    x = x2()
+    chain = x
+    for _ in range(50):
+        chain = op.nn.relu(op.add(chain, chain))
+    check_unchanged(Function([x], Tuple([chain, op.exp(x)])))
+
+
+
 def test_shared_nodes_stay_shared():
     x = x2()
     d = Var("d")

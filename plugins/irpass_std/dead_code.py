@@ -18,7 +18,9 @@ removal transitive: ``let %a = f(%x); let %b = g(%a); body`` with ``%b``
 unused drops ``%b``, after which ``%a`` has no use either and is dropped in
 the same walk. A node is visited once, so the pass is linear in the size of
 the function; let chains and dataflow chains are walked with an explicit
-stack, so a chain a million bindings long needs no recursion.
+stack, so a chain a million bindings long needs no recursion. A function
+with no ``let`` and no projection has nothing that can be dead: a read-only
+scan finds that and returns it without building the memo.
 
 **Effects.** What would be dropped must not run a ``stateful`` op: this is
 asked of the shared analysis of :mod:`.effects` with ``Callees.KNOWN`` (it
@@ -55,6 +57,7 @@ from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 from .effects import Callees, EffectAnalysis, World, any_stateful_op
+from .scan import reaches_kind
 
 __all__ = ["CONFIG_OPTIONS", "DeadCodeElimination", "eliminate_dead_code", "is_pure"]
 
@@ -74,6 +77,8 @@ def eliminate_dead_code(func: Function, mod: IRModule | None = None) -> Function
     are pure when those functions are. Without it they count as impure (when
     some registered op is stateful; otherwise everything is pure).
     """
+    if not reaches_kind(func.body, (Let, TupleGetItem)):
+        return func  # no binding and no projection: nothing can be dead
     effects = _effects_of(mod) if any_stateful_op() else None
     with gc_paused():
         body = _Eliminator(effects).run(func.body)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Container
 
 from irpass.ir import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem
 
-__all__ = ["reaches_op_call"]
+__all__ = ["reaches_kind", "reaches_op_call"]
 
 
 def reaches_op_call(
@@ -20,6 +20,23 @@ def reaches_op_call(
     function at once instead of rebuilding it node by node. Iterative, linear; stops at
     the first match.
     """
+    return _scan(root, (), names, test)
+
+
+def reaches_kind(root: Expr, kinds: tuple[type[Expr], ...]) -> bool:
+    """Whether a node of one of the classes ``kinds`` is reachable from ``root``.
+
+    The scan of :func:`reaches_op_call`, looking for node kinds instead of op calls.
+    """
+    return _scan(root, kinds, (), None)
+
+
+def _scan(
+    root: Expr,
+    kinds: tuple[type[Expr], ...],
+    names: Container[str],
+    test: Callable[[Call], bool] | None,
+) -> bool:
     seen: set[Expr] = set()
     mark = seen.add
     stack = [root]
@@ -28,6 +45,8 @@ def reaches_op_call(
     while stack:
         node = pop()
         t = type(node)
+        if t in kinds:
+            return True
         if t is Call:
             callee = node.op
             if type(callee) is Op:
