@@ -79,6 +79,7 @@ from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
 from .effects import Callees, EffectAnalysis, World
+from .scan import reaches_kind
 
 if TYPE_CHECKING:
     from irpass.ir import Expr
@@ -629,26 +630,6 @@ def to_graph_normal_form(func: Function, effects: EffectAnalysis | None = None) 
     return Function(func.params, body, func.ret_type, func.attrs)
 
 
-def _has_let(func: Function) -> bool:
-    """Whether ``func`` binds anything with ``let`` (a cheap scan before rewriting)."""
-    seen: set[Expr] = set()
-    stack: list[Expr] = [func.body]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        t = type(node)
-        if t is Let:
-            return True
-        if t is Function:
-            if not _is_primitive(node):
-                stack.append(node.body)
-        else:
-            stack.extend(value_children(node))
-    return False
-
-
 @module_pass(opt_level=1, name="ToGraphNormalForm")
 def ToGraphNormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
     """Replace each ``let`` var by its value (a shared dataflow node), dropping the binding.
@@ -660,8 +641,8 @@ def ToGraphNormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
     effects: list[EffectAnalysis] = []  # made on first need: most modules have no lets
 
     def convert(func: Function) -> Function:
-        if not _has_let(func):
-            return func
+        if not reaches_kind(func.body, (Let,)):
+            return func  # nothing bound: nothing to substitute
         if not effects:
             effects.append(effects_of(mod))
         return to_graph_normal_form(func, effects[0])
