@@ -49,7 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_std_passes as bench  # noqa: E402  (the workloads and the pass set)
-from irpass.transform import PassContext, get_pass  # noqa: E402
+from irpass.transform import PassContext  # noqa: E402
 
 #: The C function the child runs each pass inside; no pass may call it itself.
 WRAPPER = "functools_reduce"
@@ -60,15 +60,13 @@ LL_CACHE = "33554432,16,64"
 
 def child(workload: str, n: int, copies: int, passes: list[str]) -> None:
     """Build ``workload`` at ``n`` and run each pass over ``copies`` copies under the wrapper."""
-    wl = next(w for w in bench.WORKLOADS if w.name == workload)
-    mod = wl.build(n)
+    wl = bench.workload(workload)
+    # Typed once before anything is counted: the first typing of a program writes a
+    # type into every node, a later one compares, so without this the first pass that
+    # types it would count the one path at 10^5 and mostly the other over the copies
+    # of 10^3. (In the timing script, too, only the first round meets an untyped one.)
+    mod = bench.typed(wl.build(n))
     tiny = wl.build(4)
-    with PassContext(opt_level=3):
-        # Typed once before anything is counted: the first typing of a program writes a
-        # type into every node, a later one compares, so without this the first pass that
-        # types it would count the one path at 10^5 and mostly the other over the copies
-        # of 10^3. (In the timing script, too, only the first round meets an untyped one.)
-        mod = get_pass("InferType")(bench.fresh(mod))
     for name in passes:
         p = bench.make_pass(name)
         with PassContext(opt_level=3):

@@ -202,6 +202,17 @@ def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[floa
     return seconds / copies, results[-1]
 
 
+def typed(mod: IRModule) -> IRModule:
+    """A fresh copy of ``mod`` with every node typed (what a pass body meets in a pipeline)."""
+    with PassContext(opt_level=3):
+        return get_pass("InferType")(fresh(mod))
+
+
+def workload(name: str) -> Workload:
+    """The workload called ``name``."""
+    return next(wl for wl in WORKLOADS if wl.name == name)
+
+
 def timed_build(build: Callable[[int], IRModule], n: int) -> tuple[IRModule, float]:
     """The workload at size ``n`` and the seconds it took to build."""
     gc.collect()
@@ -267,14 +278,12 @@ def main_rows(wl: Workload, sizes: list[int], repeat: int) -> None:
         mod, build_s = timed_build(wl.build, n)
         before = count_ops(mod)
         if "InferType" in p.info.required:
-            with PassContext(opt_level=3):
-                typed = get_pass("InferType")(fresh(mod))
             cases.append((f"{wl.pass_name} (+InferType)", n, mod, {}, build_s, before))
             cases.append(
                 (
                     f"{wl.pass_name} (body, typed)",
                     n,
-                    typed,
+                    typed(mod),
                     {"disabled_pass": ["InferType"]},
                     build_s,
                     before,
@@ -320,11 +329,11 @@ def _in_fresh_process(args: list[str], sizes: list[int], repeat: int, clock: str
 
 
 def all_passes_table(
-    sizes: list[int], repeat: int, clock: str, passes: list[str], typed: bool
+    sizes: list[int], repeat: int, clock: str, passes: list[str], body: bool
 ) -> None:
     """us/step of each of ``passes`` on each workload at every size, and the scaling ratio.
 
-    With ``typed`` the modules are typed beforehand and a pass's InferType requirement
+    With ``body`` the modules are typed beforehand and a pass's InferType requirement
     is skipped, so a row times the pass body alone (InferType's own row then re-types).
 
     Timed like the main table: the sizes in interleaved rounds, a small N batched to
@@ -334,25 +343,24 @@ def all_passes_table(
     memory, and that moved a ratio by up to 0.5 when all rows shared one process.
     """
     size_cols = " ".join(f"{'N=' + str(n):>10}" for n in sizes)
-    what = "typed modules, InferType requirement skipped" if typed else "as users run them"
+    what = "typed modules, InferType requirement skipped" if body else "as users run them"
     print(f"\nstd passes ({what}), us/step (median of {repeat}, one process per row)")
     header = f"{'workload':8} {'pass':26} {size_cols} {'ratio':>6}"
     print(header)
     print("-" * len(header), flush=True)
     for wl in WORKLOADS:
         for name in passes:
-            args = ["--all-passes-row", wl.name, name] + (["--typed"] if typed else [])
+            args = ["--all-passes-row", wl.name, name] + (["--typed"] if body else [])
             _in_fresh_process(args, sizes, repeat, clock)
 
 
-def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int, typed: bool) -> None:
+def all_passes_row(wl: Workload, name: str, sizes: list[int], repeat: int, body: bool) -> None:
     """One row of :func:`all_passes_table`: pass ``name`` on ``wl`` at every size."""
     lo, hi = min(sizes), max(sizes)
     mods = {n: timed_build(wl.build, n)[0] for n in sizes}
     ctx: dict[str, object] = {}
-    if typed:
-        with PassContext(opt_level=3):
-            mods = {n: get_pass("InferType")(fresh(m)) for n, m in mods.items()}
+    if body:
+        mods = {n: typed(m) for n, m in mods.items()}
         if name != "InferType":
             ctx["disabled_pass"] = ["InferType"]
     p = make_pass(name)
@@ -445,12 +453,11 @@ def main() -> None:
         parser.error("--repeat and --sizes must be positive")
     sizes = sorted(set(args.sizes))
     if args.main_rows:  # a child of main_table
-        main_rows(next(w for w in WORKLOADS if w.name == args.main_rows), sizes, args.repeat)
+        main_rows(workload(args.main_rows), sizes, args.repeat)
         return
     if args.all_passes_row:  # a child of all_passes_table
-        workload, name = args.all_passes_row
-        wl = next(w for w in WORKLOADS if w.name == workload)
-        all_passes_row(wl, name, sizes, args.repeat, args.typed)
+        wl_name, name = args.all_passes_row
+        all_passes_row(workload(wl_name), name, sizes, args.repeat, args.typed)
         return
     try:
         passes = pick_passes(args.passes)
