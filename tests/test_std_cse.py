@@ -37,6 +37,7 @@ from irpass.ir import (
 from irpass.testing import check_semantics, models
 from irpass.testing import strategies as sts
 from irpass.transform import PassContext, Sequential, get_pass, list_passes
+from irpass_std import cse as cse_module_impl
 from irpass_std.cse import MAX_CONSTANT_ELEMENTS, EliminateCommonSubexpr
 
 DOC = (
@@ -340,6 +341,20 @@ def test_constants_that_differ_are_not_merged():
         (const(np.ones((2,), "float32")), const(np.ones((1, 2), "float32"))),
     ]:
         check_unchanged(Function([x], Tuple([a, b])))
+
+
+def test_constants_whose_value_hashes_collide_merge_only_when_equal(monkeypatch):
+    # the table is keyed by the hash of the value: with every hash equal, equal values
+    # must still merge and different ones stay apart
+    monkeypatch.setattr(cse_module_impl, "_constant_hash", lambda value: 0)
+    x = var("x", F32)
+    values = [np.float32(1.0), np.float32(2.0), np.float32(1.0), np.float32(2.0), np.float32(3.0)]
+    before = Function([x], Tuple([op.multiply(x, const(v)) for v in values]))
+    out = cse(before)
+    f = out.body.fields
+    assert f[0] is f[2] and f[1] is f[3]
+    assert len({id(f[0]), id(f[1]), id(f[4])}) == 3
+    check_semantics(EliminateCommonSubexpr(), IRModule.from_expr(before))
 
 
 def test_big_constants_are_not_compared():

@@ -37,8 +37,11 @@ Algorithm: hash-consing in one post-order walk, linear in the program size.
 Each node's key is built from its op (or kind), its attributes and the
 identities of its already-merged children; a dict from keys to the first
 (canonical) node with that key answers "seen before?" in O(1), never by
-pairwise comparison. The walk uses an explicit stack, so program depth is not
-limited by Python's recursion limit (a million-step chain is fine).
+pairwise comparison. Small constants are keyed by the hash of their value,
+checked against the value on a hit, so the table keeps an int per constant
+rather than a copy of its bytes. The walk uses an explicit stack, so program
+depth is not limited by Python's recursion limit (a million-step chain is
+fine).
 
 Scoping: a canonical node must be computed whenever a node merged into it
 would be. The dict is therefore scoped like a dominator tree: the body of
@@ -157,8 +160,12 @@ class _Eliminator:
         # (table, key) added inside nested scopes, in order
         self.log: list[Any] = []
         self.marks: list[int] = []
-        # constants are merged regardless of scope: they compute nothing
-        self.constants: dict[Any, Constant] = {}
+        # constants are merged regardless of scope: they compute nothing. Keyed by
+        # the hash of their value (an int, not a copy of the bytes: on a program of
+        # small constants the keys would be as big as the program); the few values
+        # whose hash another value took go by the value itself.
+        self.constants: dict[int, Constant] = {}
+        self.colliding_constants: dict[Any, Constant] = {}
         # canonical let value -> the var of the enclosing, still open let that binds it
         self.let_vars: dict[Expr, Var] = {}
         self.attr_keys: dict[int, Any] = {}
@@ -289,8 +296,10 @@ class _Eliminator:
                             continue
                         push(a)
                         break
-                    new_args = (na, nb)
                     same = na is a and nb is b
+                    # an unchanged call's own args tuple serves as its key: no tuple
+                    # made and kept per call
+                    new_args = args if same else (na, nb)
                 else:
                     new_args = tuple(map(get, args))
                     if None in new_args:
@@ -304,6 +313,8 @@ class _Eliminator:
                         memo[node] = node
                         break
                     same = new_args == args
+                    if same:
+                        new_args = args  # keep the input's tuple, let the new one go
                 sub = op_tables[op]
                 attrs = node.attrs
                 if sub is None or (fskip is not None and fskip(node)):
@@ -484,8 +495,11 @@ class _Eliminator:
         data = const.data
         if data.size > MAX_CONSTANT_ELEMENTS or (self.fskip is not None and self.fskip(const)):
             return const
-        key = (data.dtype.str, data.shape, data.tobytes())
-        return self.constants.setdefault(key, const)
+        value = _constant_value(data)
+        canon = self.constants.setdefault(_constant_hash(value), const)
+        if canon is const or _constant_value(canon.data) == value:
+            return canon
+        return self.colliding_constants.setdefault(value, const)
 
     def _attrs_key(self, attrs: Attrs) -> Any:
         """A hashable key equal only for attrs with the same values of the same kinds.
@@ -500,6 +514,15 @@ class _Eliminator:
             # keep attrs alive with its key so its id cannot be reused during the walk
             self.attr_keys[id(attrs)] = key = (attrs, key)
         return key[1]
+
+
+def _constant_value(data: Any) -> tuple[str, tuple[int, ...], bytes]:
+    """What makes two small constants equal: dtype (with byte order), shape and bytes."""
+    return (data.dtype.str, data.shape, data.tobytes())
+
+
+# (a module global so that tests can force collisions)
+_constant_hash: Callable[[Any], int] = hash
 
 
 def _value_key(value: Any) -> Any:
