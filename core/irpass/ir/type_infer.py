@@ -165,7 +165,11 @@ class _Inferrer:
         # Types inferred in this run, by node identity; also the "done" set. A node
         # enters it only after all its children did (the copy on conflict relies on it).
         self.types: dict[Expr, Type] = {}
-        # Types of vars bound in this run (let vars may have no annotation).
+        # Types of the function parameters bound in this run, and the annotations of
+        # let vars bound to functions (which may call themselves through them): read
+        # when a var is met that ``types`` does not hold yet. A let var is typed in
+        # ``types`` alone, when its value is done (on a long let chain a second entry
+        # per let costs a tenth of the run's time).
         self.var_types: dict[Var, Type] = {}
         # Where each function sits, for messages: (enclosing function, name or None for
         # an anonymous one). The text is built only for an error, as a chain of
@@ -421,7 +425,6 @@ class _Inferrer:
                         f"let variable %{v.name_hint} is annotated {ann} but its value has "
                         f"type {ty}",
                     )
-                var_types[v] = ty
                 types[v] = ty
                 body = node.body
                 if body not in types:
