@@ -31,13 +31,16 @@ target is at most 1.3).
 
 ``--all-passes`` also times every std pass on W1, W2 and W3 at every size
 (us/step and the scaling ratio), each row in a fresh process (``--passes``
-picks some; ``--typed`` times pass bodies on typed modules). ``--w5`` runs
-every std pass once on W3 at N = 10^6 (``--w5-n``): build time, pass time, no
-``RecursionError``.
+picks some; ``--typed`` times pass bodies on typed modules; ``--reference``
+adds two rows that are not passes: a walk that remembers every node, and the
+same walk keeping a hash-consing table, whose difference is what such a table
+costs per step at each size). ``--w5`` runs every std pass once on W3 at
+N = 10^6 (``--w5-n``): build time, pass time, no ``RecursionError``.
 
     python benchmarks/bench_std_passes.py
     python benchmarks/bench_std_passes.py --sizes 1000 10000 100000 --repeat 5
     python benchmarks/bench_std_passes.py --all-passes --repeat 3
+    python benchmarks/bench_std_passes.py --no-main --all-passes --reference --passes InferType
     python benchmarks/bench_std_passes.py --w5
     python benchmarks/bench_std_passes.py --clock cpu   # on a busy machine
 """
@@ -53,14 +56,23 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import irpass
 import numpy as np
 from irpass import op
 from irpass.errors import PassError
 from irpass.ir import Call, Constant, Expr, Function, IRModule, Let, Op, Var, post_order_visit, var
+from irpass.ir.gcpause import gc_paused
 from irpass.ir.nodes import const
-from irpass.transform import Pass, PassContext, get_pass, get_pass_entry, list_passes
+from irpass.transform import (
+    Pass,
+    PassContext,
+    function_pass,
+    get_pass,
+    get_pass_entry,
+    list_passes,
+)
 
 SHAPE = (4, 4)
 
@@ -163,6 +175,58 @@ WORKLOADS = [
 ]
 
 
+# --- reference walks ----------------------------------------------------------------
+# Not passes: one walk timed like a pass, with and without a hash-consing table, so that
+# what keeping such a table costs at each size is the difference of two rows.
+
+
+def _walk(func: Function, hash_cons: bool) -> dict[Expr, Expr]:
+    """Walk ``func`` in post-order, mapping every node to itself in a dict (a memo, as
+    passes keep to meet shared nodes once); with ``hash_cons``, also map every
+    op call to its canonical call in a table per op keyed by its merged args (what
+    EliminateCommonSubexpr keeps besides its memo). Nothing else: no attrs, lets,
+    scopes or rebuilding. Returns the memo (node -> canonical node)."""
+    with gc_paused():
+        memo: dict[Expr, Expr] = {}
+        tables: dict[Expr, dict[Any, Expr]] = {}
+        stack: list[Expr | None] = [func.body]
+        while stack:
+            node = stack.pop()
+            if node is None:  # the node under the marker has its children done
+                node = stack.pop()
+                canon = node
+                if hash_cons and type(node) is Call and type(node.op) is Op:
+                    args = tuple(map(memo.__getitem__, node.args))
+                    if args == node.args:
+                        args = node.args  # an unchanged call's own tuple is the key, as in CSE
+                    canon = tables.setdefault(node.op, {}).setdefault(args, node)
+                memo[node] = canon
+            elif node not in memo:
+                stack.append(node)
+                stack.append(None)
+                stack.extend(node.children())
+    return memo
+
+
+@function_pass(opt_level=0, name="(walk)")
+def walk_reference(func: Function, mod: IRModule, ctx: PassContext) -> Function:
+    """Every node visited once and remembered in a dict; returns ``func``."""
+    _walk(func, hash_cons=False)
+    return func
+
+
+@function_pass(opt_level=0, name="(walk + hash-cons)")
+def hash_cons_reference(func: Function, mod: IRModule, ctx: PassContext) -> Function:
+    """The walk plus one hash-consing table entry per distinct op call; returns ``func``."""
+    _walk(func, hash_cons=True)
+    return func
+
+
+#: The reference walks by row name (``--reference``).
+REFERENCE_WALKS: dict[str, Pass] = {
+    p.info.name: p for p in (walk_reference, hash_cons_reference)
+}
+
 # --- timing ------------------------------------------------------------------------
 
 
@@ -240,7 +304,9 @@ def pick_passes(names: list[str] | None) -> list[str]:
 
 
 def make_pass(name: str) -> Pass:
-    """A std pass with the arguments the benchmark runs it with."""
+    """A std pass with the arguments the benchmark runs it with, or a reference walk."""
+    if name in REFERENCE_WALKS:
+        return REFERENCE_WALKS[name]
     if name == "ConvertLayout":
         return get_pass(name, desired_layouts={"nn.conv2d": ["NHWC", "default"]})
     return get_pass(name)
@@ -430,6 +496,11 @@ def main() -> None:
         "--passes", nargs="+", metavar="PASS", help="with --all-passes: only these std passes"
     )
     parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="with --all-passes: also the two reference walks, first on each workload",
+    )
+    parser.add_argument(
         "--typed",
         action="store_true",
         help="with --all-passes: typed modules, InferType requirements skipped (pass bodies)",
@@ -463,6 +534,10 @@ def main() -> None:
         passes = pick_passes(args.passes)
     except ValueError as err:
         parser.error(str(err))
+    if args.reference:
+        if not args.all_passes:
+            parser.error("--reference goes with --all-passes")
+        passes = [*REFERENCE_WALKS, *passes]
     print(f"irpass {irpass.__version__}, Python {sys.version.split()[0]}, {args.clock} clock")
     if not args.no_main:
         print(f"W1/W2/W3, median of {args.repeat} runs, build timed separately\n")
