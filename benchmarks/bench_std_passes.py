@@ -186,39 +186,44 @@ def _walk(func: Function, hash_cons: bool) -> dict[Expr, Expr]:
     op call to its canonical call in a table per op keyed by its merged args (what
     EliminateCommonSubexpr keeps besides its memo). Nothing else: no attrs, lets,
     scopes or rebuilding. Returns the memo (node -> canonical node)."""
-    with gc_paused():
-        memo: dict[Expr, Expr] = {}
-        tables: dict[Expr, dict[Any, Expr]] = {}
-        stack: list[Expr | None] = [func.body]
-        while stack:
+    memo: dict[Expr, Expr] = {}
+    tables: dict[Expr, dict[Any, Expr]] = {}
+    stack: list[Expr | None] = [func.body]
+    while stack:
+        node = stack.pop()
+        if node is None:  # the node under the marker has its children done
             node = stack.pop()
-            if node is None:  # the node under the marker has its children done
-                node = stack.pop()
-                canon = node
-                if hash_cons and type(node) is Call and type(node.op) is Op:
-                    args = tuple(map(memo.__getitem__, node.args))
-                    if args == node.args:
-                        args = node.args  # an unchanged call's own tuple is the key, as in CSE
-                    canon = tables.setdefault(node.op, {}).setdefault(args, node)
-                memo[node] = canon
-            elif node not in memo:
-                stack.append(node)
-                stack.append(None)
-                stack.extend(node.children())
+            canon = node
+            if hash_cons and type(node) is Call and type(node.op) is Op:
+                args = tuple(map(memo.__getitem__, node.args))
+                if args == node.args:
+                    args = node.args  # an unchanged call's own tuple is the key, as in CSE
+                canon = tables.setdefault(node.op, {}).setdefault(args, node)
+            memo[node] = canon
+        elif node not in memo:
+            stack.append(node)
+            stack.append(None)
+            stack.extend(node.children())
     return memo
+
+
+# The passes below run the walk as the std passes run theirs: with the collector paused,
+# and with every table freed inside the pause (see irpass.ir.gcpause).
 
 
 @function_pass(opt_level=0, name="(walk)")
 def walk_reference(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     """Every node visited once and remembered in a dict; returns ``func``."""
-    _walk(func, hash_cons=False)
+    with gc_paused():
+        _walk(func, hash_cons=False)
     return func
 
 
 @function_pass(opt_level=0, name="(walk + hash-cons)")
 def hash_cons_reference(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     """The walk plus one hash-consing table entry per distinct op call; returns ``func``."""
-    _walk(func, hash_cons=True)
+    with gc_paused():
+        _walk(func, hash_cons=True)
     return func
 
 
