@@ -366,7 +366,6 @@ def test_a_function_without_lets_or_projections_is_returned_as_is():
     check_unchanged(Function([x], Tuple([chain, op.exp(x)])))
 
 
-
 def test_shared_nodes_stay_shared():
     x = x2()
     d = Var("d")
