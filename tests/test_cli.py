@@ -289,6 +289,46 @@ def test_bad_input_exits_2(capsys, argv, fragments):
     assert_one_error(err, *fragments)
 
 
+@pytest.mark.parametrize(
+    "output, clash",
+    [
+        ("model.txt", "is the input"),
+        ("./model.txt", "is the input"),
+        ("link.txt", "is the input"),  # a symlink to the input
+        ("model.ir", "would write 'model.npz' beside it, which is a file of the input"),
+        ("model", "would write 'model.npz' beside it, which is a file of the input"),
+    ],
+)
+def test_optimize_never_writes_over_its_input_or_its_constants(capsys, cli_env, output, clash):
+    irpass.save(models.resnet(), cli_env / "model.txt")
+    (cli_env / "link.txt").symlink_to("model.txt")
+    files = {p.name: p.read_bytes() for p in cli_env.iterdir()}
+    assert sorted(files) == ["link.txt", "model.npz", "model.txt"]
+    code, out, err = run(capsys, "optimize", "model.txt", "-O", "3", "-o", output)
+    assert code == 2, err
+    assert out == ""
+    assert_one_error(err, f"the output {output!r} ", clash, "'model.txt'")
+    assert len(err.strip().splitlines()) == 1, err
+    assert {p.name: p.read_bytes() for p in cli_env.iterdir()} == files
+    irpass.assert_structural_equal(irpass.load(cli_env / "model.txt"), models.resnet())
+    # the same input to another name is fine and leaves the input as it was
+    code, _, err = run(capsys, "optimize", "model.txt", "-q", "-o", "other.txt")
+    assert code == 0, err
+    assert all((cli_env / name).read_bytes() == data for name, data in files.items())
+
+
+def test_optimize_refuses_an_output_whose_constants_file_is_another_inputs(capsys, cli_env):
+    # the input is model.ir, whose constants live in model.npz; so would those of model.txt
+    irpass.save(models.mlp(), cli_env / "model.ir")
+    files = {p.name: p.read_bytes() for p in cli_env.iterdir()}
+    code, _, err = run(capsys, "optimize", str(cli_env / "model.ir"), "-o",
+                       str(cli_env / "model.txt"))
+    assert code == 2
+    assert_one_error(err, str(cli_env / "model.ir"), str(cli_env / "model.txt"),
+                     str(cli_env / "model.npz"))
+    assert {p.name: p.read_bytes() for p in cli_env.iterdir()} == files
+
+
 def test_model_file_with_syntax_error(capsys, cli_env):
     (cli_env / "bad.txt").write_text("def @main(%x: Tensor[(1,), float32]) {\n  %x +\n}\n")
     code, _, err = run(capsys, "optimize", "bad.txt")

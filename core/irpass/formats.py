@@ -9,12 +9,20 @@ through the ``irpass_register_formats`` hook, e.g. ``.onnx``::
     @hookimpl
     def irpass_register_formats():
         return [FileFormat("onnx", (".onnx",), load=load_onnx, save=save_onnx)]
+
+A model can be more than one file (the text format keeps big constants in a
+``.npz`` beside the text; an ONNX model may keep tensors in external data
+files): a format's ``side_files(path, for_)`` names the others, and
+:func:`model_files` lists them all, so that ``irpass optimize`` can refuse an
+output that would overwrite any file of its input. A saver should write each
+file through :func:`atomic_path`, so that a failed save never leaves a
+half-written file over an existing one.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +30,14 @@ from typing import Any
 from ._lazy_plugins import ensure_plugins
 from .ir import serialize
 from .ir.module import IRModule
+from .ir.serialize import atomic_path
 
 __all__ = ["FileFormat", "register_format", "unregister_format", "format_for", "list_formats",
-           "load", "save"]
+           "load", "save", "model_files", "atomic_path"]
 
 Loader = Callable[..., IRModule]
 Saver = Callable[..., None]
+SideFiles = Callable[[Path, str], Iterable["str | os.PathLike[str]"]]
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,10 @@ class FileFormat:
 
     ``load(path, **options) -> IRModule`` and ``save(mod, path, **options)``;
     either may be ``None`` for a format irpass can only read or only write.
+    ``side_files(path, for_)``, if given, names the files other than ``path`` that belong
+    to the model there: for ``for_="load"`` those loading the existing ``path`` reads, for
+    ``"save"`` those saving to ``path`` may write (relative to the working directory, or
+    absolute).
     """
 
     name: str
@@ -43,6 +57,7 @@ class FileFormat:
     load: Loader | None = None
     save: Saver | None = None
     description: str = ""
+    side_files: SideFiles | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -58,7 +73,7 @@ class FileFormat:
         object.__setattr__(self, "suffixes", tuple(s.lower() for s in suffixes))
         if self.load is None and self.save is None:
             raise ValueError(f"FileFormat {self.name!r}: neither load nor save is given")
-        for what in ("load", "save"):
+        for what in ("load", "save", "side_files"):
             fn = getattr(self, what)
             if fn is not None and not callable(fn):
                 raise TypeError(f"FileFormat {self.name!r}: {what} must be callable, got {fn!r}")
@@ -128,9 +143,23 @@ def format_for(path: str | os.PathLike[str], *, for_: str = "load") -> FileForma
 
 
 TEXT_FORMAT = register_format(
-    FileFormat("text", (".txt", ".ir"), load=serialize.load, save=serialize.save,
-               description="the irpass text format (big constants in a .npz beside it)")
+    FileFormat("text", serialize.TEXT_SUFFIXES, load=serialize.load, save=serialize.save,
+               description="the irpass text format (big constants in a .npz beside it)",
+               side_files=serialize.side_files)
 )
+
+
+def model_files(path: str | os.PathLike[str], *, for_: str = "load") -> list[Path]:
+    """``path`` and the side files of the model there (its format's ``side_files``): every
+    file that loading it reads (``for_="load"``) or saving to it may write (``"save"``)."""
+    fmt = format_for(path, for_=for_)
+    files = [Path(path)]
+    if fmt.side_files is not None:
+        for f in fmt.side_files(Path(path), for_):
+            p = Path(f)
+            if p not in files:
+                files.append(p)
+    return files
 
 
 def load(path: str | os.PathLike[str], **options: Any) -> IRModule:
@@ -146,5 +175,12 @@ def load(path: str | os.PathLike[str], **options: Any) -> IRModule:
 
 
 def save(mod: IRModule, path: str | os.PathLike[str], **options: Any) -> None:
-    """Write ``mod`` to a model file; the format comes from the suffix."""
+    """Write ``mod`` to a model file; the format comes from the suffix.
+
+    An existing file is replaced only once the new one is complete (the formats write
+    through :func:`atomic_path`). The text format never writes its constants over the
+    ``.npz`` of another model beside it (``FileExistsError``, see
+    :mod:`irpass.ir.serialize`); saving over the very file you loaded is allowed here,
+    ``irpass optimize`` refuses it.
+    """
     format_for(path, for_="save").save(mod, path, **options)  # type: ignore[misc]

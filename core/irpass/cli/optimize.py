@@ -8,6 +8,13 @@ file). The result goes to ``-o OUT`` (``irpass.save``, format from the
 suffix) or, as text, to stdout; the summary goes to stderr so stdout stays a
 parseable module.
 
+The result never overwrites the input: an ``-o`` that is the input file, or
+whose files (the text format's ``.npz`` of constants, say) are any of the
+files the input consists of (``irpass.formats.model_files``), is refused
+before anything runs (exit 2, naming both). ``irpass optimize model.txt -o
+model.ir`` is refused that way when ``model.txt`` keeps its constants in
+``model.npz``, where ``model.ir``'s would go.
+
 ``--check`` runs the input and the result on the same random inputs
 (``irpass.testing.random_inputs``) and fails (exit 1, nothing written) when
 an output differs beyond ``rtol``/``atol`` (``numpy.allclose``).
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -29,7 +37,7 @@ import numpy as np
 
 from ..errors import IRPassError
 from ..evaluator import evaluate
-from ..formats import format_for, load, save
+from ..formats import format_for, load, model_files, save
 from ..instrument.base import PassInstrument
 from ..ir import Call, IRModule, Op
 from ..ir.functor import post_order_visit
@@ -200,12 +208,39 @@ def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
     return example_models()[name](), f"example {name}"
 
 
-def _check_output_path(path: str) -> None:
-    """Fail before any pass runs when the result could not be written."""
+def _check_output_path(path: str, model: str | None) -> None:
+    """Fail before any pass runs when the result could not be written, or would be
+    written over a file of the input ``model``."""
     format_for(path, for_="save")
     parent = Path(path).parent
     if not parent.is_dir():
         raise FileNotFoundError(2, "no such directory to write the result into", str(parent))
+    if model is not None:
+        _refuse_overwriting_the_input(model, path)
+
+
+def _refuse_overwriting_the_input(model: str, output: str) -> None:
+    """A :class:`UsageError` naming both when writing ``output`` would replace a file that
+    ``model`` consists of (the input itself, or one of its side files)."""
+    # only files that exist can be lost; an output written afresh (the usual case) spares
+    # reading the input's side files (an ONNX model's list of external data files)
+    outputs = [f for f in model_files(output, for_="save") if f.exists()]
+    inputs = [f for f in model_files(model, for_="load") if f.exists()] if outputs else []
+    for out in outputs:
+        for inp in inputs:
+            if not os.path.samefile(out, inp):
+                continue
+            if inp == inputs[0]:
+                clash = f"the input {model!r}"
+            elif out == inp:  # the same name: no need to repeat it
+                clash = f"a file of the input {model!r}"
+            else:
+                clash = f"{str(inp)!r}, a file of the input {model!r}"
+            if out == Path(output):
+                what = f"the output {output!r} is {clash}"
+            else:
+                what = f"the output {output!r} would write {str(out)!r} beside it, which is {clash}"
+            raise UsageError(f"{what}; write the result to another file")
 
 
 def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
@@ -215,7 +250,7 @@ def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """The ``optimize`` command; returns the exit code (failures raise, see :mod:`.main`)."""
     if args.output is not None:
-        _check_output_path(args.output)
+        _check_output_path(args.output, args.model)
     base = settings.pass_context()
     # loaders and exporters read their options (e.g. a plugin's [config.onnx]) from the
     # current context; they get its config, not its instruments, which see only the passes

@@ -4,6 +4,7 @@ config options."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from irpass.formats import FileFormat
 from irpass.plugins import hookimpl
@@ -18,7 +19,16 @@ def irpass_register_formats() -> Sequence[FileFormat]:
     from . import load_onnx, save_onnx
 
     return [FileFormat("onnx", (".onnx",), load=load_onnx, save=save_onnx,
-                       description="ONNX models (irpass-onnx)")]
+                       description="ONNX models (irpass-onnx)", side_files=_side_files)]
+
+
+def _side_files(path: Path, for_: str) -> list[Path]:
+    """Loading reads the model's external data files; saving writes the one file."""
+    if for_ != "load":
+        return []
+    from .frontend import external_data_files
+
+    return external_data_files(path)
 
 
 @hookimpl

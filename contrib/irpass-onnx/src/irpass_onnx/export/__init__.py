@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 import onnx
+from irpass.formats import atomic_path
 from irpass.ir import IRModule
 from irpass.ir.gcpause import gc_paused
 
@@ -91,6 +92,11 @@ def to_onnx(mod: IRModule, *, opset: int | None = None) -> onnx.ModelProto:
 
 
 def save_onnx(mod: IRModule, path: str | os.PathLike[str], *, opset: int | None = None) -> None:
-    """Write ``to_onnx(mod, opset=opset)`` to ``path``."""
+    """Write ``to_onnx(mod, opset=opset)`` to ``path``, in one file (no external data).
+
+    The model is written to a temporary file beside ``path`` and renamed over it when
+    complete: a failed export or write leaves an existing ``path`` as it was.
+    """
     model = to_onnx(mod, opset=opset)
-    onnx.save_model(model, os.fspath(path))
+    with atomic_path(path) as tmp:
+        onnx.save_model(model, os.fspath(tmp))

@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import numpy as np
 import onnx
 from irpass.ir import IRModule
-from onnx import numpy_helper
+from onnx import AttributeProto, GraphProto, TensorProto, numpy_helper
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from ..errors import OnnxImportError
 from ..options import ImportOptions
 from . import nn  # noqa: F401  (registers the converters)
 from .graph import GraphImporter
 
-__all__ = ["from_onnx", "load_onnx", "load_weights"]
+__all__ = ["from_onnx", "load_onnx", "load_weights", "external_data_files"]
 
 # The converter modules written separately; a missing one must not break the others.
 for _name in ("tensor", "math"):
@@ -91,3 +93,47 @@ def load_weights(path: str | os.PathLike | onnx.ModelProto) -> dict[str, np.ndar
         if t.data_type in _FLOAT_TYPES:
             out[t.name] = numpy_helper.to_array(t).copy()
     return out
+
+
+def _tensors(model: onnx.ModelProto) -> Iterator[TensorProto]:
+    """Every tensor of the model: initializers and attribute tensors, subgraphs and
+    functions included (iteratively)."""
+    graphs: list[GraphProto] = [model.graph]
+    node_lists = [f.node for f in model.functions]
+    while graphs or node_lists:
+        if graphs:
+            g = graphs.pop()
+            yield from g.initializer
+            for sparse in g.sparse_initializer:
+                yield sparse.values
+                yield sparse.indices
+            node_lists.append(g.node)
+            continue
+        for node in node_lists.pop():
+            for a in node.attribute:
+                if a.type == AttributeProto.TENSOR:
+                    yield a.t
+                elif a.type == AttributeProto.TENSORS:
+                    yield from a.tensors
+                elif a.type == AttributeProto.GRAPH:
+                    graphs.append(a.g)
+                elif a.type == AttributeProto.GRAPHS:
+                    graphs.extend(a.graphs)
+
+
+def external_data_files(path: str | os.PathLike) -> list[Path]:
+    """The external data files the ONNX model in ``path`` keeps tensors in (what loading it
+    reads besides ``path``), in the model's directory; none for a model in one file or a
+    file that is not a readable model (the loader reports that)."""
+    try:
+        model = onnx.load(os.fspath(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - the loader reports an unreadable model
+        return []
+    base = Path(path).parent
+    found: list[Path] = []
+    for t in _tensors(model):
+        if uses_external_data(t):
+            location = ExternalDataInfo(t).location
+            if location and base / location not in found:
+                found.append(base / location)
+    return found
