@@ -573,6 +573,71 @@ def test_tuple_result_fields_go_back_separately():
     assert_structural_equal(out["main"], expected)
 
 
+# -- let blocks used as values in two layouts ----------------------------------------------------
+
+_SIGNATURE = "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
+_COND = "%9 = greater(sum(%x), 0f32);\n"
+_ZEROS = 'zeros(shape=[1, 4, 6, 6], dtype="float32")'
+# Each program uses the let block %0 (its conv converted to NHWC) as a value both in the
+# new layout and in the original one; converting it by copying the block bound %t twice.
+SHARED_LET_BLOCKS = {
+    "issue": "%0 = { let %t = nn.conv2d(%x, %w); %t };\n"
+    "%1 = nn.relu(%0);\n(%1, reshape(%0, newshape=[-1]))",
+    "chain": "%0 = { let %t = nn.conv2d(%x, %w); let %u = nn.relu(%t); %u };\n"
+    "(nn.relu(%0), reshape(%0, newshape=[-1]))",
+    "inner_block_shared": "%0 = { let %u = nn.conv2d(%x, %w); %u };\n"
+    "%1 = { let %t = sum(%x); %0 };\n(nn.relu(%1), reshape(%0, newshape=[-1]))",
+    "if_branch": _COND + "%0 = { let %t = nn.conv2d(%x, %w); %t };\n"
+    f"%1 = if (%9) {{ %0 }} else {{ {_ZEROS} }};\n(nn.relu(%0), %1)",
+    "nested_function_body": "%0 = { let %t = nn.conv2d(%x, %w); %t };\n"
+    "%1 = fn () { %0 };\n(nn.relu(%0), %1())",
+    "tuple_field": "%0 = { let %t = nn.conv2d(%x, %w); %t };\n"
+    "%1 = (%0, %x);\n(nn.relu(%1.0), %1)",
+    "tuple_field_and_use": "%0 = { let %t = nn.conv2d(%x, %w); %t };\n"
+    "%1 = (%0, %x);\n(nn.relu(%0), %1)",
+    "block_of_a_tuple": "%0 = { let %t = (nn.conv2d(%x, %w), %x); %t };\n(nn.relu(%0.0), %0)",
+}
+NHWC_OPTION = {DESIRED_LAYOUTS: "nn.conv2d=NHWC,default"}
+
+
+def _shared_let_module(name):
+    return irpass.parse(_SIGNATURE + SHARED_LET_BLOCKS[name] + "\n}")
+
+
+def test_let_block_used_in_two_layouts_is_converted_once():
+    mod = _shared_let_module("issue")
+    out = run(Sequential([get_pass("InferType"), ConvertLayout(NHWC)]), mod)
+    x, w = out["main"].params
+    t = Var("t")
+    c = op.nn.conv2d(
+        lt(x, "NCHW", "NHWC"), lt(w, "OIHW", "HWIO"), data_layout="NHWC", kernel_layout="HWIO"
+    )
+    block = Let(t, c, t)
+    # one block in NHWC; the reshape gets it back through a transform of the whole block
+    relu = lt(op.nn.relu(block), "NHWC", "NCHW")
+    expected = Function([x, w], Tuple([relu, op.reshape(lt(block, "NHWC", "NCHW"), [-1])]))
+    assert_structural_equal(out["main"], expected)
+
+
+@pytest.mark.parametrize("name", sorted(SHARED_LET_BLOCKS))
+def test_let_block_used_in_two_layouts_is_well_formed_and_keeps_its_meaning(name):
+    mod = _shared_let_module(name)
+    infer = get_pass("InferType")
+    # check_semantics checks well_formed and compares outputs on random inputs
+    check_semantics([infer, ConvertLayout(NHWC)], mod)
+    check_semantics([infer, AlterOpLayout], mod, config=NHWC_OPTION)
+
+
+@pytest.mark.parametrize("name", ["issue", "if_branch", "nested_function_body", "tuple_field"])
+def test_let_block_used_in_two_layouts_through_the_default_pipeline(name):
+    from irpass.transform import default_pipeline
+
+    mod = _shared_let_module(name)
+    out = check_semantics(default_pipeline(3), mod, config=NHWC_OPTION)
+    # the option took effect: the NHWC conv is there (FuseOps may have wrapped it)
+    assert 'data_layout="NHWC"' in out.astext(show_meta_data=False)
+
+
 # -- nothing to do -----------------------------------------------------------------------------
 
 
@@ -753,7 +818,8 @@ _ANY = st.sampled_from
 @st.composite
 def conv_nets(draw, max_steps=14):
     """A random network over 4-D tensors with convolutions and pooling in NCHW and NHWC,
-    layout-agnostic ops, lets, ifs, tuples, closures and a second global function."""
+    layout-agnostic ops, lets (chained and as blocks used as values), ifs, tuples,
+    closures and a second global function."""
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
 
@@ -765,6 +831,7 @@ def conv_nets(draw, max_steps=14):
     params = [x]
     pool = [(x, shape0)]  # 4-D values
     tails = []  # other values that may end up in the result
+    shown = []  # values that do end up in the result
     lets = []
 
     def pick():
@@ -834,6 +901,7 @@ def conv_nets(draw, max_steps=14):
                     "softmax",
                     "reduce",
                     "let",
+                    "block",
                     "if",
                     "transpose",
                     "lt",
@@ -917,6 +985,15 @@ def conv_nets(draw, max_steps=14):
             lv = var(f"l{len(lets)}", shape=s) if draw(st.booleans()) else Var(f"l{len(lets)}")
             lets.append((lv, v))
             pool.append((lv, s))
+        elif kind == "block":
+            # a let block used as a value: picked again, it may be needed in two layouts
+            bv = Var(f"b{len(pool)}")
+            inner, inner_shape = conv_of(v, s)
+            if inner_shape != s:
+                inner = v
+            block = Let(bv, inner, op.nn.relu(bv) if draw(st.booleans()) else bv)
+            pool.append((block, s))
+            shown.append(block)  # in the result as well: used twice if picked again
         elif kind == "if":
             cond = op.greater(op.sum(pick()[0]), const(np.float32(0)))
             a, _ = conv_of(v, s) if draw(st.booleans()) else (op.nn.relu(v), s)
@@ -951,7 +1028,7 @@ def conv_nets(draw, max_steps=14):
             tails.append(op.reshape(v, [s[0], -1]))
 
     last, _ = pool[-1]
-    results = [last] + ([tails[-1]] if tails and draw(st.booleans()) else [])
+    results = [last] + ([tails[-1]] if tails and draw(st.booleans()) else []) + shown
     funcs = {}
     if draw(st.booleans()):
         # a second global with its own conv, called from main

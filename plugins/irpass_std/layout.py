@@ -51,7 +51,11 @@ state per field.
   branches held in different layouts, the result of a function) gets it back in
   its original layout through one ``layout_transform``, shared between uses.
   Let-bound values keep their layout across the binding (the var gets the
-  permuted type annotation).
+  permuted type annotation). A let block used as a value gets its transform
+  inside, on its result, so let chains stay flat, when that use is its only one;
+  a block used in several places (or as a tuple field) is converted as a whole,
+  once, and a ``layout_transform`` of the block gives its other layout, since a
+  second, transformed copy of the block would bind its vars twice.
 
 So a network converted to NHWC has transforms only where data enters 4-D
 NHWC land (after its input) and where it leaves it (before a reshape or the
@@ -580,17 +584,45 @@ def _carry_rule(op: Op) -> _Rule | None:
 # -- the rewriter -------------------------------------------------------------------------------
 
 
+def _let_uses(root: Expr) -> dict[Let, int]:
+    """How many edges of ``root``'s graph lead to each let block (iterative, linear).
+
+    A tuple's edge counts twice: a tuple is converted field by field while it may
+    also be used as it is, so a let block in a tuple is never taken apart.
+    """
+    uses: dict[Let, int] = {}
+    seen = {root}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        weight = 2 if type(node) is Tuple else 1
+        for child in node.children():
+            if type(child) is Let:
+                uses[child] = uses.get(child, 0) + weight
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return uses
+
+
 class _LayoutRewriter(ExprMutator):
     """Rewrites a function with the given hooks, carrying layouts (see the module doc)."""
 
-    def __init__(self, hooks: Mapping[str, AlterLayoutHook], ctx: PassContext) -> None:
+    def __init__(
+        self, hooks: Mapping[str, AlterLayoutHook], ctx: PassContext, root: Function
+    ) -> None:
         self.hooks = hooks
         self.ctx = ctx
+        self.root = root
         #: original node -> layout state of its rewritten form (absent: the original layout)
         self.states: dict[Expr, _State] = {}
         self._converted: dict[tuple[Expr, _State, _State], Expr] = {}
         #: every dataflow node the rewriter produced (hooks' results are folded up to them)
         self._made: set[Expr] = set()
+        #: rewritten let -> the original let it stands for
+        self._let_source: dict[Expr, Let] = {}
+        #: the original lets' use counts (see _let_uses), counted when first needed
+        self._let_uses: dict[Let, int] | None = None
 
     # -- helpers -------------------------------------------------------------------------
     def convert(self, expr: Expr, cur: _State, want: _State) -> Expr:
@@ -600,10 +632,13 @@ class _LayoutRewriter(ExprMutator):
         key = (expr, cur, want)
         out = self._converted.get(key)
         if out is None:
-            if type(expr) is Let:
-                # convert the result inside the let block: lets stay a flat chain
+            if type(expr) is Let and self._owns(expr):
+                # convert the result inside the let block: lets stay a flat chain. Only
+                # for a block this one use owns: a copy next to the block as it is (or
+                # converted otherwise) would bind its vars twice, so a shared block is
+                # converted as a whole below, like any other value
                 chain = []
-                while type(expr) is Let:
+                while type(expr) is Let and self._owns(expr):
                     chain.append(expr)
                     expr = expr.body
                 out = self.convert(expr, cur, want)
@@ -629,6 +664,15 @@ class _LayoutRewriter(ExprMutator):
             self._converted[key] = out
             self._made.add(out)
         return out
+
+    def _owns(self, let: Let) -> bool:
+        """Whether the rewritten ``let`` has exactly one use, which may take it apart."""
+        source = self._let_source.get(let)
+        if source is None:
+            return False  # made by a hook: not ours to take apart
+        if self._let_uses is None:
+            self._let_uses = _let_uses(self.root)
+        return self._let_uses.get(source) == 1
 
     def original(self, node: Expr) -> Expr:
         """The rewritten ``node`` in its original layout."""
@@ -784,8 +828,10 @@ class _LayoutRewriter(ExprMutator):
             chain.append(node)
             node = node.body
         state = self.states.get(node)
+        memo, source = self.memo, self._let_source
         for link in chain:
             self.states[link] = state  # recorded even when None: marks the chain done
+            source[memo[link]] = link
         return new
 
     def visit_if(self, node: If) -> Expr:
@@ -831,7 +877,7 @@ def _rewrite(
         return func  # nothing to hook and no transform to compose: nothing can change
     typed_func = typed_function(func, mod)
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
-        out = _LayoutRewriter(hooks, ctx).visit(typed_func)
+        out = _LayoutRewriter(hooks, ctx, typed_func).visit(typed_func)
     if out is typed_func:
         return func
     if check_types:
