@@ -11,27 +11,65 @@ miss or more per object on a program larger than the CPU caches. So let a
 walk's tables die inside the block (a temporary walker object, or ``del``),
 and only its result outlive it.
 
-The switch is process-wide: when two threads pause at once, the first to
-finish turns the collector back on while the other still runs. That only
-costs the other thread speed, never correctness.
+The switch is process-wide, so pauses are counted across threads (under a
+lock): the collector goes off when the first of overlapping pauses begins
+and, when the last one ends, back on if it was on when the first began;
+otherwise it is left as it is. A pause never turns on a collector that was
+off before it. What a program does to the collector while some pause is
+active is not tracked: a ``gc.enable()`` then takes effect at once (the
+pauses only lose speed) and stays, a ``gc.disable()`` then is undone when the
+last pause ends if the collector was on before the first. To keep the
+collector off, switch it off while no thread is parsing, printing or running
+a pass, e.g. before starting them.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from contextlib import AbstractContextManager
+from types import TracebackType
 
 __all__ = ["gc_paused"]
 
+_lock = threading.Lock()
+_active = 0  # pauses begun and not yet ended, in all threads
+_was_enabled = False  # the collector's state when the first of them began
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Disable the cyclic collector inside the block; re-enable it after if it was on."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+
+class _Pause:
+    """The context manager :func:`gc_paused` returns (stateless: the count is global)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _active, _was_enabled
+        with _lock:
+            if not _active:
+                _was_enabled = gc.isenabled()
+                gc.disable()
+            _active += 1
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        global _active
+        with _lock:
+            _active -= 1
+            if not _active and _was_enabled:
+                gc.enable()
+
+
+_PAUSE = _Pause()
+
+
+def gc_paused() -> AbstractContextManager[None]:
+    """Disable the cyclic collector inside the block (thread-safe, nestable).
+
+    When the last active pause ends the collector is on again if it was on
+    when the first began (see the module docstring for the exact rule).
+    """
+    return _PAUSE
