@@ -3,10 +3,11 @@ references, dense, batch_matmul, bias_add, activations and normalization."""
 
 from __future__ import annotations
 
+import irpass
 import numpy as np
 import pytest
 from irpass import op
-from irpass.ir import Call, TupleType, var
+from irpass.ir import Call, Function, TupleType, var
 from op_checks import infer, run, t
 
 X, W, B = var("x"), var("w"), var("b")
@@ -528,6 +529,31 @@ def test_log_softmax_errors() -> None:
         infer(op.nn.log_softmax(X, axis=-3), t(3, 3))
     with pytest.raises(ValueError, match="nn.log_softmax: data must have at least one dim"):
         infer(op.nn.log_softmax(X), t())
+
+
+# An empty tensor in, an empty tensor of the same shape and dtype out, whichever
+# axis has size 0 and whichever axis the op normalizes over.
+EMPTY_CASES = [((2, 0), 1), ((2, 0), 0), ((2, 0), -1), ((0, 3), 0), ((0, 3), 1),
+               ((0, 3), -2), ((0,), 0), ((3, 0, 2), 1), ((3, 0, 2), 2)]
+ACTIVATIONS = {
+    "nn.softmax": lambda x, axis: op.nn.softmax(x, axis=axis),
+    "nn.log_softmax": lambda x, axis: op.nn.log_softmax(x, axis=axis),
+    "nn.relu": lambda x, axis: op.nn.relu(x),
+    "nn.leaky_relu": lambda x, axis: op.nn.leaky_relu(x),
+    "nn.dropout": lambda x, axis: op.nn.dropout(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+@pytest.mark.parametrize(("shape", "axis"), EMPTY_CASES, ids=[f"{s}-axis{a}" for s, a in EMPTY_CASES])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_activations_of_empty_tensors_are_empty(name, shape, axis, dtype) -> None:
+    x = var("x", shape=shape, dtype=dtype)
+    call = ACTIVATIONS[name](x, axis)
+    out = run(call, np.zeros(shape, dtype))  # the kernel's result has the inferred type
+    assert out.shape == shape and out.dtype == dtype
+    out = irpass.evaluate(Function([x], call), np.zeros(shape, dtype))
+    assert out.shape == shape and out.dtype == dtype
 
 
 def lrn_ref(x, size, axis, bias, alpha, beta):

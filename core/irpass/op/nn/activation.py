@@ -105,6 +105,9 @@ _softmax_rel = _axis_rel("nn.softmax")
 
 def _softmax_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = args[0]
+    if x.size == 0:
+        # Nothing to normalize (and an empty axis has no max): empty in, empty out.
+        return np.empty(x.shape, x.dtype)
     wide = x.astype(accumulate_dtype(x.dtype.name), copy=False)
     axis = attrs["axis"]
     # Subtracting the max keeps exp() from overflowing; the ratio is unchanged.
@@ -131,6 +134,9 @@ def softmax(data: Any, axis: int = -1) -> Call:
 
 def _log_softmax_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
     x = args[0]
+    if x.size == 0:
+        # As in softmax; log(sum over an empty axis) would also warn of log(0).
+        return np.empty(x.shape, x.dtype)
     wide = x.astype(accumulate_dtype(x.dtype.name), copy=False)
     axis = attrs["axis"]
     # log(sum(exp(x - max))) never overflows and is >= 0, so the result keeps
