@@ -545,7 +545,9 @@ ACTIVATIONS = {
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
-@pytest.mark.parametrize(("shape", "axis"), EMPTY_CASES, ids=[f"{s}-axis{a}" for s, a in EMPTY_CASES])
+@pytest.mark.parametrize(
+    ("shape", "axis"), EMPTY_CASES, ids=[f"{s}-axis{a}" for s, a in EMPTY_CASES]
+)
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_activations_of_empty_tensors_are_empty(name, shape, axis, dtype) -> None:
     x = var("x", shape=shape, dtype=dtype)
