@@ -10,7 +10,11 @@ __all__ = ["OnnxImportError", "OnnxExportError"]
 
 class OnnxImportError(IRPassError, ValueError):
     """An ONNX model irpass cannot import; the message names the file, the node or input
-    (index, name, op type) and what is wrong."""
+    (index, name, op type) and what is wrong, on one line (line breaks of a wrapped message,
+    e.g. a core error's, become spaces)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
 
 
 class OnnxExportError(IRPassError, ValueError):

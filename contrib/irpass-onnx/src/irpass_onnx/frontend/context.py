@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from irpass.ir import Constant, Expr, TensorType, Type
-from onnx import AttributeProto, NodeProto, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 
+from ..dtypes import dtype_of
 from ..errors import OnnxImportError
 from ..options import ImportOptions
 
@@ -36,15 +37,25 @@ def decode_attribute(attr: AttributeProto) -> Any:
     if t == AttributeProto.STRINGS:
         return [s.decode("utf-8") for s in attr.strings]
     if t == AttributeProto.TENSOR:
-        return numpy_helper.to_array(attr.t)
+        return _tensor_value(attr.name, attr.t)
     if t == AttributeProto.TENSORS:
-        return [numpy_helper.to_array(v) for v in attr.tensors]
+        return [_tensor_value(attr.name, v) for v in attr.tensors]
     if t == AttributeProto.GRAPH:
         return attr.g
     if t == AttributeProto.GRAPHS:
         return list(attr.graphs)
     raise ValueError(f"attribute {attr.name!r} has an unsupported type "
                      f"{AttributeProto.AttributeType.Name(t)}")
+
+
+def _tensor_value(name: str, tensor: TensorProto) -> np.ndarray:
+    """The array of a tensor attribute; ``ValueError`` for an element type irpass lacks or
+    data that does not fit the dims."""
+    dtype_of(tensor.data_type, f"attribute {name!r}")  # a ValueError naming it
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as err:  # noqa: BLE001 - onnx raises many kinds for malformed data
+        raise ValueError(f"attribute {name!r}: cannot read its tensor: {err}") from err
 
 
 class NodeContext:

@@ -63,8 +63,10 @@ class GraphImporter:
         self.model = model
         self.graph: GraphProto = model.graph
         #: How the model is named in messages: the file, else the graph name.
-        self.source: str = source or f"ONNX model {self.graph.name or '<unnamed>'!r}"
+        name = self.graph.name if isinstance(self.graph.name, str) else None
+        self.source: str = source or f"ONNX model {name or '<unnamed>'!r}"
         self.options = options
+        _check_text(model, self.source)
         self.opset = model_opset(model, self.source)
         #: ONNX value name -> its expression.
         self.env: dict[str, Expr] = {}
@@ -174,6 +176,9 @@ class GraphImporter:
         dims: list[int] = []
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value"):
+                if d.dim_value < 0:
+                    raise self.fail(f"{where} has dim {d.dim_value} at index {k}; "
+                                    "a dim is at least 0")
                 dims.append(int(d.dim_value))
                 continue
             if not fix_dims:
@@ -343,6 +348,42 @@ class GraphImporter:
             return out
         raise bad(f"internal: a converter built a {type(e).__name__}, which the importer does "
                   "not type")
+
+
+def _check_text(model: ModelProto, source: str) -> None:
+    """:class:`OnnxImportError` naming the first string of the model that is not valid UTF-8
+    (protobuf hands such a string over as ``bytes``), and where it is."""
+
+    def check(value: object, where: str, what: str) -> None:
+        if isinstance(value, bytes):
+            raise OnnxImportError(f"{source}: {where}: its {what} is not valid UTF-8: {value!r}")
+
+    for i, o in enumerate(model.opset_import):
+        check(o.domain, f"opset import {i}", "domain")
+    graph = model.graph
+    check(graph.name, "the graph", "name")
+    groups = (("graph input", graph.input), ("graph output", graph.output),
+              ("value_info", graph.value_info))
+    for label, infos in groups:
+        for i, vi in enumerate(infos):
+            where = f"{label} {i}"
+            check(vi.name, where, "name")
+            if vi.type.HasField("tensor_type"):
+                for k, d in enumerate(vi.type.tensor_type.shape.dim):
+                    check(d.dim_param, f"{where} {vi.name!r}", f"dim {k}'s name")
+    for i, t in enumerate(graph.initializer):
+        check(t.name, f"initializer {i}", "name")
+    for i, node in enumerate(graph.node):
+        where = f"node {i}"
+        for field in ("name", "op_type", "domain"):
+            check(getattr(node, field), where, field)
+        where = f"node {i} {node.name!r} ({node.op_type})"
+        for j, name in enumerate(node.input):
+            check(name, where, f"input {j}")
+        for j, name in enumerate(node.output):
+            check(name, where, f"output {j}")
+        for a in node.attribute:
+            check(a.name, where, "attribute name")
 
 
 def _children(e: Expr) -> Sequence[Expr]:
