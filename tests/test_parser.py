@@ -525,3 +525,103 @@ def test_global_var_objects_are_the_modules():
     mod = parse("def @main() { @main }")
     assert mod["main"].body is mod.get_global_var("main")
     assert isinstance(mod["main"].body, GlobalVar)
+
+
+def test_truncated_text_is_an_error_at_its_end():
+    check(err("add("), 1, 5, "expected an expression, got end of input")
+    check(err("let %x ="), 1, 9, "expected an expression, got end of input")
+    check(err("%0 ="), 1, 5, "expected an expression, got end of input")
+    check(err("fn ("), 1, 5, "expected a parameter (%name) or an attribute", "got end of input")
+    check(err("def @f(%x: float32,"), 1, 20, "expected a parameter", "got end of input")
+    check(err("def @f(%x: float32, axis="), 1, 26, "expected an attribute value",
+          "got end of input")
+    check(err("\n" * 5 + "tanh(%x, "), 6, 9, "got end of input")
+    e = err("add(%x,\n", filename="cut.ir")
+    assert str(e) == (
+        "cut.ir:1:8: error: expected an expression, got end of input\n"
+        "  add(%x,\n"
+        "         ^"
+    )
+
+
+def test_a_sigil_needs_a_name_and_a_global_name_cannot_be_empty():
+    check(err("@"), 1, 1, "expected a name after '@'")
+    check(err("def @"), 1, 5, "expected a name after '@'")
+    check(err("%"), 1, 1, "expected a name after '%'")
+    check(err("add(%x, %)"), 1, 9, "expected a name after '%'")
+    check(err("def @f(%) { 1f32 }"), 1, 8, "expected a name after '%'")
+    check(err("let % = 1f32; 2f32"), 1, 5, "expected a name after '%'")
+    check(err('def @""() { 1f32 }'), 1, 5, "a global function name cannot be empty")
+    check(err('@""(%x)'), 1, 1, "a global function name cannot be empty")
+    # A variable may have an empty name: the printer writes it %"".
+    f = parse_expr('fn (%"") { %"" }')
+    assert f.params[0].name_hint == "" and f.body is f.params[0]
+
+
+def test_comments_at_the_end_of_the_text():
+    x = parse_expr("tanh(%x) // the end")
+    assert isinstance(x, Call) and x.op.name == "tanh"
+    for tail in (" /* the end */", " // a\n/* b */ // c", "\n// only a comment\n"):
+        assert structural_equal(main_of("def @main() { 1f32 }" + tail), main_of(
+            "def @main() { 1f32 }"))
+    check(err("def @main() { 1f32 } /* never closed"), 1, 22, "unterminated comment")
+
+
+METADATA_PROGRAM = "def @main(%x: Tensor[(2,), float32]) {\n  add(%x, meta[Constant][0])\n}\n"
+
+
+def test_a_metadata_shape_is_non_negative_integers():
+    for shape in ("-2", "-1, -2", "2 2", "+2", "2_0", "\u0662", "2,,", ", 2"):
+        text = METADATA_PROGRAM + (
+            f"#[metadata]\nmeta[Constant][0] = float32 ({shape}) AADAPwAAIEA=\n"
+        )
+        check(err(text, filename="m.ir"), 5, 1, f"meta[Constant][0]: bad shape ({shape})")
+    # Every spelling the printer uses still reads, and spaces anywhere.
+    for shape, data in (("()", "AADAPw=="), ("(1,)", "AADAPw=="), ("(1, 1)", "AADAPw=="),
+                        ("( 1 , 1 , )", "AADAPw=="), ("(0, 3)", "")):
+        text = ("def @main() { meta[Constant][0] }\n#[metadata]\n"
+                f"meta[Constant][0] = float32 {shape} {data}\n")
+        value = main_of(text).body.data
+        assert value.shape == tuple(int(d) for d in shape[1:-1].split(",") if d.strip())
+
+
+@pytest.mark.parametrize("shape", ["4294967296, 4294967296", "99999999999999999999999",
+                                   "99999999999999999999999, 0", "0, 2305843009213693952"])
+def test_shapes_too_large_for_an_array(shape):
+    dims = tuple(int(d) for d in shape.split(","))
+    meta = METADATA_PROGRAM + f"#[metadata]\nmeta[Constant][0] = float32 ({shape}) \n"
+    check(err(meta), 5, 1, f"meta[Constant][0]: shape {dims} is too large for an array")
+    check(err(f"const(float32, ({shape}), [])"), 1, 16, f"const(...): shape {dims} is too large")
+
+
+def test_attribute_lists_nest_at_most_100_deep():
+    ok = "[" * 100 + "1" + "]" * 100
+    call = main_of(fn_text(f"  test.parser.any(%x, v={ok})")).body
+    v = call.attrs["v"]
+    for _ in range(100):
+        v = v[0]
+    assert v == 1
+    check(err(fn_text("  test.parser.any(%x, v=" + "[" * 101 + "1" + "]" * 101 + ")")), 2, 125,
+          "list value nested too deep (more than 100 levels)")
+
+
+def _broken_attr(value, where):
+    raise KeyError(f"{where}: a converter bug")
+
+
+try:
+    BROKEN = Op.get("test.parser.broken")
+except ValueError:
+    BROKEN = register_op(
+        "test.parser.broken", num_inputs=1, type_rel=_first, kernel=lambda a, at: a[0],
+        pattern=OpPattern.OPAQUE, attrs=[AttrField("v", _broken_attr, None)], owner="tests",
+    )
+
+
+def test_an_unexpected_exception_becomes_an_internal_parse_error_at_its_token():
+    e = err(fn_text("  %0 = tanh(%x);\n  test.parser.broken(%0, v=1)"), filename="b.ir")
+    assert e.message.startswith("internal error while parsing here (KeyError:")
+    assert "a converter bug" in e.message and "please report it" in e.message
+    # The token being read: the call was read, the '}' after it is next.
+    assert (e.line, e.column, e.filename) == (4, 1, "b.ir")
+    assert isinstance(e.__cause__, KeyError)

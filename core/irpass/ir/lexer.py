@@ -32,18 +32,24 @@ _TOKENS = r"""
     | /\*                                  # an unterminated comment
     | -?\d[\w.]*                           # a malformed number
     | \S                                   # anything else is an error
+    | \Z                                   # the end (EOF), after any comments
     )
 """
 _FLAGS = re.VERBOSE | re.DOTALL | re.ASCII
 # Whitespace and comments before each token are skipped; text without any
-# '/' has no comments, and the simpler pattern is a third faster.
+# '/' has no comments, and the simpler pattern is a third faster. The empty
+# match at the end makes trailing comments part of it: without it, the regex
+# would backtrack into the last comment to find a token there.
 _TOKEN = re.compile(r"\s*(?:(?://[^\n]*|/\*.*?\*/)\s*)*" + _TOKENS, _FLAGS)
 _TOKEN_NO_COMMENTS = re.compile(r"\s*" + _TOKENS, _FLAGS)
 
 
 class Tokens:
-    """The tokens of ``text[:end]`` (a list of strings ending with :data:`EOF`).
+    """The tokens of ``text[:end]``: a list of strings ending with at least two :data:`EOF`.
 
+    The parser looks one token ahead of its cursor, and its cursor stops at
+    the first :data:`EOF` (it never consumes it), so the second one makes that
+    lookahead defined at the end of any text, truncated ones included.
     Positions in messages refer to the whole ``text``.
     """
 
@@ -53,6 +59,7 @@ class Tokens:
         self.end = len(text) if end is None else end
         has_slash = text.find("/", 0, self.end) >= 0
         self.pattern = _TOKEN if has_slash else _TOKEN_NO_COMMENTS
+        # findall ends with the empty match(es) at the end: the first EOF.
         self.toks: list[str] = self.pattern.findall(text, 0, self.end)
         self.toks.append(EOF)
 
@@ -60,6 +67,8 @@ class Tokens:
         """Character offset of token ``index`` in the text."""
         end = 0
         for k, m in enumerate(self.pattern.finditer(self.text, 0, self.end)):
+            if not m.group(1):
+                break
             if k == index:
                 return m.start(1)
             end = m.end(1)

@@ -31,9 +31,18 @@ beyond what the printer writes:
 
 Every error is an :class:`irpass.ParseError` with the 1-based line and column
 of the offending token, the source line and a caret: unexpected tokens say
-what was expected, unknown ops list close matches, undefined or duplicate
-names, bad types, and bad attributes (checked by the op's schema, reported at
-the call).
+what was expected (end of input included: a truncated text is an error at its
+end), unknown ops list close matches, undefined or duplicate names, bad types,
+bad metadata entries, and bad attributes (checked by the op's schema, reported
+at the call). Only the arguments themselves raise ``TypeError`` (``text`` not
+a ``str``, ``metadata=`` not a list of arrays).
+
+Should any other exception escape the parser, or the node constructors and
+attribute converters it calls, :func:`parse` turns it into a ``ParseError``
+saying "internal error" at the token being read, with the original exception
+as its ``__cause__``: malformed input must never end in a bare traceback, and
+such an error is a bug to report (the fuzz test in ``tests/test_parser_fuzz.py``
+fails on it).
 """
 
 from __future__ import annotations
@@ -41,9 +50,10 @@ from __future__ import annotations
 import base64
 import difflib
 import json
+import math
 import re
-from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -71,8 +81,13 @@ _META_ENTRY = re.compile(
     r"meta\[(?:relay\.)?Constant\]\[(\d+)\]\s*=\s*([a-z0-9]+)\s*\(([^)]*)\)\s*([A-Za-z0-9+/=]*)\s*\Z"
 )
 _HEADER = re.compile(r'\s*#\[\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\\n]|\\.)*")\s*\]', re.ASCII)
-_MAX_TYPE_DEPTH = 100
+# Types and attribute lists are read (and later compared, hashed and printed)
+# by recursive code; nothing real nests them this deep.
+_MAX_NESTING = 100
+# numpy's limit on an array's byte size (and on each dimension).
+_MAX_BYTES = 2**63 - 1
 _MISSING = object()
+_T = TypeVar("_T")
 
 # A parse step that needs a sub-expression yields a generator for it; the
 # driver (_Parser.run) runs that generator and sends its result back. This
@@ -86,16 +101,19 @@ def parse(text: str, filename: str | None = None, metadata: Any = None) -> IRMod
     ``filename`` only appears in error messages. ``metadata`` supplies the
     arrays of ``meta[Constant][k]`` when the text has no ``#[metadata]``
     section (a list of arrays, or ``{"Constant": [...]}``). Raises
-    :class:`irpass.ParseError`.
+    :class:`irpass.ParseError` for any malformed text (``TypeError`` only for
+    arguments of the wrong type).
     """
+    parser = _Parser(text, filename, metadata)
     with gc_paused():
-        return _Parser(text, filename, metadata).parse_module()
+        return parser.guarded(parser.parse_module)
 
 
 def parse_expr(text: str, filename: str | None = None, metadata: Any = None) -> Expr:
     """Parse the text of one expression (what ``str(expr)`` writes); free ``%vars`` are allowed."""
+    parser = _Parser(text, filename, metadata)
     with gc_paused():
-        return _Parser(text, filename, metadata).parse_expression()
+        return parser.guarded(parser.parse_expression)
 
 
 def read_headers(text: str) -> dict[str, str]:
@@ -119,15 +137,21 @@ class _Parser:
     """Recursive descent over the token list, with an explicit stack for nesting."""
 
     def __init__(self, text: str, filename: str | None, metadata: Any) -> None:
+        # Only the arguments are checked here (TypeError); the metadata
+        # section is read in _start, under guarded().
         if not isinstance(text, str):
             raise TypeError(f"parse: text must be a str, got {type(text).__name__}")
         self.text = text
         self.filename = filename
-        m = _METADATA_LINE.search(text)
+        self.metadata_arg = None if metadata is None else _metadata_arg(metadata)
+        self.metadata_at = _METADATA_LINE.search(text)
         # The metadata section (base64 lines) is read separately, not tokenized.
-        self.tokens = Tokens(text, filename, None if m is None else m.start())
+        end = None if self.metadata_at is None else self.metadata_at.start()
+        self.tokens = Tokens(text, filename, end)
         self.toks = self.tokens.toks
         self.i = 0
+        # The offset of the metadata line being read, for internal errors.
+        self.meta_offset: int | None = None
         self.graph: dict[str, Expr] = {}
         self.vars: dict[str, Var] = {}
         self.undo: list[tuple[dict, str, Any]] = []
@@ -139,18 +163,48 @@ class _Parser:
         self.meta_consts: dict[int, Constant] = {}
         self.metadata_file: str | None = None
         self.meta: dict[int, np.ndarray] | None = None
+
+    def _start(self) -> None:
+        """Read the metadata section, or take the ``metadata=`` argument."""
+        text = self.text
+        m = self.metadata_at
         if m is not None:
-            if metadata is not None:
+            if self.metadata_arg is not None:
                 raise error_at(
                     text, m.start(), "this text has its own #[metadata] section; do not pass "
-                    "metadata= as well", filename
+                    "metadata= as well", self.filename
                 )
             self.meta = self._read_metadata_section(m.end())
-        elif metadata is not None:
-            self.meta = _metadata_arg(metadata)
+        else:
+            self.meta = self.metadata_arg
 
     # -- entry points ---------------------------------------------------------------
+    def guarded(self, step: Callable[[], _T]) -> _T:
+        """``step()``, where any exception but a ParseError becomes one at the current token.
+
+        The last line of defence of parse's contract (a ParseError for any
+        malformed text): the parser calls node constructors, attribute
+        converters and numpy, whose every failure on odd values cannot be
+        foreseen. Such an error is a bug; the message says so, and the
+        original exception stays attached as ``__cause__``. Running out of
+        memory is not the text's fault and passes through.
+        """
+        try:
+            return step()
+        except (ParseError, MemoryError):
+            raise
+        except Exception as exc:
+            message = (
+                f"internal error while parsing here ({type(exc).__name__}: {exc}); "
+                "please report it with this text"
+            )
+            if self.meta_offset is not None:
+                raise error_at(self.text, self.meta_offset, message, self.filename) from exc
+            index = min(self.i, len(self.toks) - 1)
+            raise self.tokens.error(message, index) from exc
+
     def parse_module(self) -> IRModule:
+        self._start()
         self._headers()
         toks = self.toks
         if toks[self.i] not in ("def", EOF):
@@ -169,6 +223,7 @@ class _Parser:
         return IRModule(funcs)
 
     def parse_expression(self) -> Expr:
+        self._start()
         self._headers()
         return self._expression_until_eof()
 
@@ -273,12 +328,14 @@ class _Parser:
             line = text[pos:end].strip()
             if line and not line.startswith("//"):
                 col = pos + (len(text[pos:end]) - len(text[pos:end].lstrip()))
+                self.meta_offset = col
                 out_k, arr = self._metadata_entry(line, col)
                 if out_k in out:
                     raise error_at(text, col, f"meta[Constant][{out_k}] is defined twice",
                                    self.filename)
                 out[out_k] = arr
             pos = end + 1
+        self.meta_offset = None
         return out
 
     def _metadata_entry(self, line: str, offset: int) -> tuple[int, np.ndarray]:
@@ -293,10 +350,10 @@ class _Parser:
         k, dtype, shape_text, data = m.groups()
         if dtype not in SUPPORTED_DTYPES:
             raise fail(f"meta[Constant][{k}]: unknown dtype {dtype!r}")
-        try:
-            shape = tuple(int(d) for d in shape_text.replace(" ", "").split(",") if d)
-        except ValueError:
-            raise fail(f"meta[Constant][{k}]: bad shape ({shape_text})") from None
+        shape = _shape_of_text(shape_text)
+        if shape is None:
+            raise fail(f"meta[Constant][{k}]: bad shape ({shape_text}): expected "
+                       "non-negative integers separated by ',' like (2, 3), (4,) or ()")
         try:
             raw = base64.b64decode(data, validate=True)
         except ValueError:
@@ -438,8 +495,8 @@ class _Parser:
 
     # -- types --------------------------------------------------------------------------
     def _type(self, depth: int = 0) -> Type:
-        if depth > _MAX_TYPE_DEPTH:
-            raise self.error(f"type nesting too deep (more than {_MAX_TYPE_DEPTH} levels)")
+        if depth > _MAX_NESTING:
+            raise self.error(f"type nesting too deep (more than {_MAX_NESTING} levels)")
         toks = self.toks
         tok = toks[self.i]
         if tok == "Tensor":
@@ -530,6 +587,11 @@ class _Parser:
                 self.i += 1
                 close = "]" if tok == "[" else ")"
                 if toks[self.i] != close:
+                    if len(stack) == _MAX_NESTING:
+                        raise self.error(
+                            f"list value nested too deep (more than {_MAX_NESTING} levels)",
+                            self.i - 1,
+                        )
                     stack.append(([], close))
                     continue
                 self.i += 1
@@ -593,12 +655,18 @@ class _Parser:
 
     def _name(self, tok: str) -> str:
         """The name in the current token ``%x`` / ``@f`` / ``%"quoted"`` (JSON escapes)."""
-        if tok[1:2] != '"':
+        if len(tok) == 1:
+            # The lexer only makes a name token of a sigil followed by a name.
+            raise self.error(f"expected a name after '{tok}' (like {tok}x or {tok}\"any name\")")
+        if tok[1] != '"':
             return tok[1:]
         try:
-            return json.loads(tok[1:])
+            name = json.loads(tok[1:])
         except ValueError as exc:
             raise self.error(f"bad quoted name {tok}: {exc.args[0].split(':')[0]}") from None
+        if not name and tok[0] == "@":
+            raise self.error("a global function name cannot be empty")
+        return name
 
     def _attr_scalar(self) -> Any:
         tok = self.toks[self.i]
@@ -637,7 +705,7 @@ class _Parser:
         if c == "%":
             if tok[1:2].isdigit():
                 raise self.error(f"undefined {tok}: bind it with '{tok} = ...;' before use")
-            name = tok[1:] if tok[1:2] != '"' else self._name(tok)
+            name = tok[1:] if tok[1:2] not in ('"', "") else self._name(tok)
             v = self.vars.get(name)
             if v is None:
                 v = self._free_var(name, tok)
@@ -701,6 +769,7 @@ class _Parser:
         self.expect("(", "after 'const'")
         dtype = self._dtype()
         self.expect(",", "after the dtype of const(...)")
+        shape_at = self.i
         shape = self._shape("of const(...)")
         self.expect(",", "after the shape of const(...)")
         self.expect("[", "to open the values of const(...)")
@@ -718,7 +787,9 @@ class _Parser:
                 raise self.error(f"expected ',' or ']' in the values of const(...), got "
                                  f"{describe_token(toks[self.i])}")
         self.i += 1
-        size = int(np.prod(shape, dtype=np.int64))
+        size = _array_size(shape, np.dtype(dtype).itemsize)
+        if size is None:
+            raise self.error(f"const(...): shape {shape} is too large for an array", shape_at)
         if len(values) != size:
             raise self.error(
                 f"const(...): shape {shape} needs {size} value(s), got {len(values)}", start
@@ -997,7 +1068,7 @@ class _Parser:
                 if tok[:1] != "%" or tok[1:2].isdigit():
                     raise self.error(f"expected a variable name like %x after 'let', got "
                                      f"{describe_token(tok)}")
-                name = tok[1:] if tok[1:2] != '"' else self._name(tok)
+                name = tok[1:] if tok[1:2] not in ('"', "") else self._name(tok)
                 self.i += 1
                 ty = None
                 if toks[self.i] == ":":
@@ -1078,11 +1149,37 @@ def _attr_error_key(op: Expr, message: str, keys_at: Mapping[str, int]) -> str |
     return None
 
 
+def _shape_of_text(text: str) -> tuple[int, ...] | None:
+    """The shape in a metadata entry's ``(2, 3)`` (without parentheses), ``None`` if malformed."""
+    if not text.strip():
+        return ()
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) > 1 and not parts[-1]:
+        parts.pop()  # (4,)
+    if not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def _array_size(shape: Sequence[int], itemsize: int) -> int | None:
+    """The element count of an array of ``shape``, or ``None`` if numpy cannot make one."""
+    nbytes = itemsize
+    for d in shape:
+        # numpy bounds the product of the nonzero dimensions even when one is 0.
+        if d:
+            nbytes *= d
+            if nbytes > _MAX_BYTES:
+                return None
+    return math.prod(shape)
+
+
 def _array_from_bytes(
     raw: bytes, dtype: str, shape: tuple[int, ...], fail: Any, what: str
 ) -> np.ndarray:
     little = np.dtype(dtype).newbyteorder("<")
-    size = int(np.prod(shape, dtype=np.int64))
+    size = _array_size(shape, little.itemsize)
+    if size is None:
+        raise fail(f"{what}: shape {shape} is too large for an array")
     if len(raw) != size * little.itemsize:
         raise fail(
             f"{what}: {len(raw)} bytes of data, but {dtype} {shape} needs "
