@@ -4,16 +4,26 @@ import os
 
 import pytest
 
-# The suite runs against the plugins installed with irpass (std, instruments),
-# whatever the developer's shell says.
+# The suite runs against irpass's own plugins (std, instruments), whatever the
+# developer's shell says and whatever other packs are installed: discovery sees
+# no other entry point, here and in the `irpass` commands the tests run
+# in-process. Tests that need another plugin register it themselves; tests of
+# discovery replace it with fake entry points.
 for _var in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG"):
     os.environ.pop(_var, None)
 
 import irpass.plugins  # noqa: E402
 from irpass.plugins import PluginSettings  # noqa: E402
-from irpass.testing.plugins import RegistrySnapshot  # noqa: E402
+from irpass.testing.plugins import (  # noqa: E402
+    OWN_PLUGINS,
+    RegistrySnapshot,
+    show_only_entry_points,
+)
 from std_fixtures import counting_stateful_op, register_stateful_op  # noqa: E402
 
+show_only_entry_points(OWN_PLUGINS)
+if irpass.plugins._manager is not None:  # loaded by another suite's conftest: start over
+    RegistrySnapshot.take().core_only().restore()
 irpass.plugins.load()
 
 

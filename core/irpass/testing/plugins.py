@@ -12,6 +12,19 @@ test, without the ones installed in the environment::
         with isolated_plugins(PluginSettings(autoload=False, modules=("my_pack.plugin",))):
             assert "MyPass" in irpass.transform.list_passes()
 
+A test suite whose results must not depend on which other packs happen to be
+installed hides them from discovery for the whole session, in its
+``conftest.py``, before anything loads the plugins (irpass's own suite does
+this; a pack adds its own plugin name)::
+
+    from irpass.testing.plugins import OWN_PLUGINS, show_only_entry_points
+
+    show_only_entry_points(OWN_PLUGINS + ("my_pack",))
+
+and gives a child process the same plugin set with :func:`plugin_environ`::
+
+    subprocess.run([sys.executable, "-m", "irpass", ...], env=plugin_environ(OWN_PLUGINS))
+
 Snapshots also copy and restore the registries plugins keep themselves and
 hand to :func:`irpass.plugins.register_registry`. :meth:`RegistrySnapshot.core_only`
 keeps those registries' contents: they belong to a module, which is imported
@@ -20,7 +33,9 @@ once, not to the plugins a test loads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib.metadata as metadata
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +43,7 @@ from typing import Any
 from .. import formats, plugins
 from ..instrument import registry as instruments
 from ..ir import op as ops
+from ..plugins import manager as manager_module
 from ..plugins.manager import CORE, PluginManager
 from ..plugins.specs import PluginSettings
 from ..plugins.state import _EXTRA_REGISTRIES
@@ -35,7 +51,17 @@ from ..transform import config as options
 from ..transform import pipeline
 from ..transform import registry as passes
 
-__all__ = ["RegistrySnapshot", "isolated_plugins"]
+__all__ = [
+    "OWN_PLUGINS",
+    "RegistrySnapshot",
+    "isolated_plugins",
+    "plugin_environ",
+    "show_only_entry_points",
+    "visible_entry_points",
+]
+
+#: The plugins irpass's own distribution declares as entry points.
+OWN_PLUGINS: tuple[str, ...] = ("instruments", "std")
 
 
 def _copy_extras() -> list[tuple[Any, Any]]:
@@ -117,3 +143,53 @@ def isolated_plugins(settings: PluginSettings | None = None) -> Iterator[PluginM
         yield plugins.load(settings if settings is not None else PluginSettings())
     finally:
         saved.restore()
+
+
+def show_only_entry_points(names: Iterable[str]) -> Callable[[], None]:
+    """From now on, plugin discovery finds only the installed entry points named in
+    ``names`` (``irpass plugins``, autoload, ``-p NAME`` and config checks alike);
+    returns the function that undoes it.
+
+    For a test session that must not depend on the packs installed next to
+    irpass: call it before the plugins are loaded. Entry points that are not
+    installed are not invented; tests of discovery itself replace the
+    discovery function (``irpass.plugins.manager.entry_points``) with fakes,
+    which this does not filter.
+    """
+    keep = frozenset(() if isinstance(names, str) else names)
+    if isinstance(names, str) or not all(isinstance(n, str) for n in keep):
+        raise TypeError(f"show_only_entry_points: expected plugin names, got {names!r}")
+    previous = manager_module.entry_points
+
+    def visible() -> list[metadata.EntryPoint]:
+        return [ep for ep in previous() if ep.name in keep]
+
+    visible.__doc__ = f"the installed entry points named {sorted(keep)}"
+    manager_module.entry_points = visible
+
+    def undo() -> None:
+        manager_module.entry_points = previous
+
+    return undo
+
+
+@contextmanager
+def visible_entry_points(names: Iterable[str]) -> Iterator[None]:
+    """:func:`show_only_entry_points` for the duration of a ``with`` block."""
+    undo = show_only_entry_points(names)
+    try:
+        yield
+    finally:
+        undo()
+
+
+def plugin_environ(names: Iterable[str],
+                   environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``environ`` (default ``os.environ``) under which a child ``irpass``
+    process loads exactly the entry-point plugins ``names``: autoload off and
+    ``IRPASS_PLUGINS`` naming them; no ``IRPASS_CONFIG``."""
+    env = {k: v for k, v in (os.environ if environ is None else environ).items()
+           if k not in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG")}
+    env["IRPASS_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["IRPASS_PLUGINS"] = ",".join(names)
+    return env
