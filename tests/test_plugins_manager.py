@@ -795,6 +795,29 @@ BROKEN = {
         PRELUDE + "@hookimpl\ndef irpass_run_before_pass(mod, info, extra):\n    pass\n",
         ("irpass_run_before_pass", "extra"),
     ),
+    "a hook calling sys.exit": (
+        PRELUDE + "@hookimpl\ndef irpass_register_passes():\n    import sys\n    sys.exit(4)\n",
+        ("irpass_register_passes", "SystemExit", "exit code 4"),
+    ),
+    # callables that are not pass factories
+    "a built-in function": (
+        PRELUDE + "@hookimpl\ndef irpass_register_passes():\n    return [BrokenGood, len]\n",
+        ("irpass_register_passes", "'len'", "built-in function"),
+    ),
+    "a lambda returning an int": (
+        PRELUDE + "@hookimpl\ndef irpass_register_passes():\n    return [BrokenGood, lambda: 42]\n",
+        ("irpass_register_passes", "<lambda>", "int 42", "not a Pass"),
+    ),
+    "a class that is not a pass": (
+        PRELUDE + "@hookimpl\ndef irpass_register_passes():\n    return [BrokenGood, dict]\n",
+        ("irpass_register_passes", "'dict'", "not a Pass"),
+    ),
+    "a factory annotated to return something else": (
+        "from __future__ import annotations\n" + PRELUDE
+        + "def Counter(start: int) -> int:\n    return start\n"
+        "@hookimpl\ndef irpass_register_passes():\n    return [BrokenGood, Counter]\n",
+        ("irpass_register_passes", "Counter", "return int", "not a Pass"),
+    ),
 }
 
 
@@ -1284,3 +1307,217 @@ def test_a_dropped_pipeline_insertion_leaves_the_plugins_record(fresh_plugins):
         manager._check_pipeline_passes()
     assert manager.record("dangling").contributions == ()
     assert pipeline.list_pipeline_insertions() == []
+
+
+# -- irpass's own plugins load first (issue 18) -----------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["autoload", "autoload, found reversed", "-p, pack first"])
+def test_a_pack_sorting_before_std_cannot_take_its_pass_names(site, how):
+    site.entry_points[:] = REAL_EPS
+    site.plugin("aaa", pass_plugin("FoldConstant"), dist="aaa-pack", version="1.0")
+    settings = PluginSettings()
+    if how == "autoload, found reversed":
+        site.entry_points.reverse()
+    elif how == "-p, pack first":
+        settings = PluginSettings(autoload=False, modules=("aaa", "std", "instruments"))
+    manager, warned = load_recording(settings)
+    assert manager.record("std").status == "loaded"
+    assert get_pass_entry("FoldConstant").owner == "std"
+    aaa = manager.record("aaa")
+    assert aaa.status == "failed" and owned_by("aaa") == []
+    assert "'FoldConstant'" in aaa.reason and "'std'" in aaa.reason
+    assert len(warned) == 1
+    assert "'aaa'" in warned[0] and "aaa-pack 1.0" in warned[0] and "'std'" in warned[0]
+    assert "FoldConstant" in pipeline.pipeline_plan(3).names
+
+
+def test_a_pack_declaring_a_plugin_named_like_irpass_own_is_refused(site):
+    site.entry_points[:] = REAL_EPS
+    site.plugin("std", pass_plugin("Impostor"), dist="impostor-pack", version="3.0")
+    manager, warned = load_recording(PluginSettings())
+    std = manager.record("std")
+    assert (std.status, std.dist, std.module) == ("loaded", "irpass", "irpass_std.plugin")
+    assert "Impostor" not in list_passes() and "InferType" in list_passes()
+    assert len(warned) == 1
+    assert "'std'" in warned[0] and "impostor-pack 3.0" in warned[0]
+    assert "already taken" in warned[0]
+
+
+def test_a_failure_that_empties_the_default_pipeline_is_an_error(site):
+    site.plugin("broken", "raise ImportError('no module named numpyy')\n",
+                dist="broken-dist", version="0.1")
+    manager, warned = load_recording(PluginSettings())
+    assert len(warned) == 1  # loading itself only warns
+    for build in (irpass.transform.default_pipeline, pipeline.pipeline_plan):
+        with pytest.raises(PluginError) as info:
+            build(3)
+        message = str(info.value)
+        assert "default pipeline is empty" in message
+        assert "'broken'" in message and "broken-dist 0.1" in message and "numpyy" in message
+    # a failure that leaves passes in the pipeline stays a warning
+    irpass.plugins.register(_inserting_plugin("KeptPass"), name="kept")
+    assert _pipeline_names(3) == ["KeptPass"]
+
+
+def _inserting_plugin(pass_name: str) -> object:
+    made = module_pass(lambda mod, ctx: mod, opt_level=0, name=pass_name)
+
+    class Inserting:
+        @hookimpl
+        def irpass_register_passes(self):
+            return [made]
+
+        @hookimpl
+        def irpass_pipeline_passes(self):
+            return [PipelineInsertion(pass_name, phase="end")]
+
+    return Inserting()
+
+
+# -- a plugin calling sys.exit (issue 18) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("code, shown", [
+    ("3", "exit code 3"), ("", "exit code 0"), ("'bye'", "sys.exit('bye') (exit code 1)")])
+def test_a_plugin_exiting_at_import_is_reported_like_any_broken_plugin(site, code, shown):
+    module = site.plugin("quitter", f"import sys\nsys.exit({code})\n",
+                         dist="quit-dist", version="0.2")
+    site.plugin("zgood", pass_plugin("GoodPass"))
+    manager, warned = load_recording(PluginSettings())
+    assert len(warned) == 1
+    for fragment in ("'quitter'", "quit-dist 0.2", f"entry point quitter = {module}",
+                     "SystemExit", shown):
+        assert fragment in warned[0]
+    assert manager.record("quitter").status == "failed"
+    assert manager.record("zgood").status == "loaded" and "GoodPass" in list_passes()
+
+
+def test_strict_turns_a_plugin_exiting_at_import_into_a_plugin_error(site):
+    module = site.plugin("quitter", "import sys\nsys.exit(3)\n")
+    with pytest.raises(PluginError) as info:
+        irpass.plugins.load(PluginSettings(strict=True))
+    for fragment in ("'quitter'", f"entry point quitter = {module}", "exit code 3"):
+        assert fragment in str(info.value)
+
+
+def test_a_dash_p_module_exiting_at_import_is_reported(site):
+    module = site.module("quitmod", "raise SystemExit(5)\n")
+    _, warned = load_recording(PluginSettings(autoload=False, modules=(module,)))
+    assert len(warned) == 1 and f"'{module}'" in warned[0] and "exit code 5" in warned[0]
+
+
+# -- what a plugin hands over as passes (issue 18) --------------------------------------------
+
+
+FACTORIES = """
+import EVENTS as events
+from irpass.plugins import hookimpl
+from irpass.transform import Pass, module_pass
+
+
+def _made(name):
+    return module_pass(lambda mod, ctx: mod, opt_level=0, name=name)
+
+
+def Plain():
+    events.log.append("Plain called")
+    return _made("Plain")
+
+
+def Annotated() -> Pass:
+    events.log.append("Annotated called")
+    return _made("Annotated")
+
+
+def NeedsArgs(factor):
+    events.log.append("NeedsArgs called")
+    return _made("NeedsArgs")
+
+
+def NeedsContext():
+    events.log.append("NeedsContext called")
+    raise RuntimeError("only inside a PassContext")
+
+
+@hookimpl
+def irpass_register_passes():
+    return [Plain, Annotated, NeedsArgs, NeedsContext]
+"""
+
+
+def test_pass_factories_are_checked_without_calling_those_that_need_arguments(site):
+    site.plugin("factories", FACTORIES)
+    manager, warned = load_recording(PluginSettings())
+    assert warned == []
+    assert manager.record("factories").status == "loaded"
+    assert {"Plain", "Annotated", "NeedsArgs", "NeedsContext"} <= set(list_passes())
+    # only the factories without arguments and without a Pass annotation were tried, once
+    assert sorted(site.log) == ["NeedsContext called", "Plain called"]
+
+
+def _returns_nothing() -> None:
+    """Annotated to return no pass."""
+
+
+@pytest.mark.parametrize("obj", [len, dict, _returns_nothing])
+def test_register_pass_refuses_what_cannot_be_a_pass_factory(obj):
+    with pytest.raises(TypeError, match="register_pass: .*(built-in function|not a Pass)"):
+        passes.register_pass(obj, "NotAPass")
+    assert "NotAPass" not in passes._PASSES
+
+
+# -- pipeline insertions whose options cannot make the pass (issue 18) ------------------------
+
+
+OPTIONS_PLUGIN = """
+from irpass.plugins import hookimpl
+from irpass.transform import PipelineInsertion, module_pass
+
+
+def Scaled(factor: float):
+    if factor <= 0:
+        raise ValueError(f"factor must be positive, got {factor}")
+    return module_pass(lambda mod, ctx: mod, opt_level=0, name="Scaled")
+
+
+@hookimpl
+def irpass_register_passes():
+    return [Scaled]
+
+
+@hookimpl
+def irpass_pipeline_passes():
+    return [PipelineInsertion("Scaled", phase="end", options=OPTIONS)]
+"""
+
+BAD_OPTIONS = {
+    "unknown option": ({"factr": 2.0}, ("{'factr': 2.0}", "TypeError", "factr")),
+    "missing option": ({}, ("no options", "TypeError", "factor")),
+    "bad value": ({"factor": -1.0}, ("{'factor': -1.0}", "ValueError", "must be positive")),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_OPTIONS))
+def test_an_insertion_whose_options_cannot_make_the_pass_is_dropped_with_a_warning(site, kind):
+    options_, causes = BAD_OPTIONS[kind]
+    site.plugin("opts", OPTIONS_PLUGIN.replace("OPTIONS", repr(options_)),
+                dist="opts-dist", version="1.1")
+    manager, warned = load_recording(PluginSettings())
+    assert len(warned) == 1
+    for fragment in ("'opts'", "opts-dist 1.1", "'Scaled'", *causes):
+        assert fragment in warned[0]
+    assert pipeline.list_pipeline_insertions() == []
+    record = manager.record("opts")
+    assert record.status == "loaded"  # its pass is fine; only the insertion is left out
+    assert [c.kind for c in record.contributions] == ["pass"]
+
+
+@pytest.mark.parametrize("kind", list(BAD_OPTIONS))
+def test_strict_turns_an_insertion_with_bad_options_into_an_error(site, kind):
+    options_, causes = BAD_OPTIONS[kind]
+    site.plugin("opts", OPTIONS_PLUGIN.replace("OPTIONS", repr(options_)))
+    with pytest.raises(PluginError) as info:
+        irpass.plugins.load(PluginSettings(strict=True))
+    for fragment in ("'opts'", "'Scaled'", *causes):
+        assert fragment in str(info.value)

@@ -13,7 +13,9 @@ import sys
 
 
 def ensure_plugins() -> None:
-    """Load the process's plugins unless they are loaded, loading, or being imported."""
+    """Load the process's plugins unless they are loaded, being loaded by this thread, or
+    ``irpass.plugins`` is itself being imported; when another thread is loading them,
+    wait until it is done (see :func:`irpass.plugins.ensure_loaded`)."""
     plugins = sys.modules.get("irpass.plugins")
     if plugins is None:
         plugins = importlib.import_module("irpass.plugins")

@@ -13,10 +13,12 @@ Two kinds of hooks:
   are called once per plugin, right after the plugin is loaded, and return
   what the plugin contributes. irpass records every contribution under the
   plugin's name (``irpass plugins`` lists them) and commits them all or none:
-  a hook that raises, returns something of the wrong kind, or registers a name
-  another plugin owns makes the whole plugin *failed* -- reported once as a
-  :class:`irpass.plugins.PluginWarning` naming the plugin, its distribution and
-  the cause, and skipped (an error with ``strict``).
+  a hook that raises (``SystemExit`` included), returns something of the wrong
+  kind, or registers a name another plugin owns makes the whole plugin
+  *failed* -- reported once as a :class:`irpass.plugins.PluginWarning` naming
+  the plugin, its distribution and the cause, and skipped (an error with
+  ``strict``). Names go to the plugin loaded first: irpass's own plugins load
+  before any other, so a pack can never take a name from ``std``.
 - **Instrument hooks** (``irpass_enter_pass_ctx`` ... ``irpass_run_after_pass``)
   are TVM's five instrument points written as functions. A plugin that
   implements any of them gets an instrument named after the plugin; when that
@@ -134,6 +136,14 @@ def irpass_register_passes() -> Sequence[Any]:
         @hookimpl
         def irpass_register_passes():
             return [FoldAddZero, OpStatistics]
+
+    What is not a pass factory fails the plugin too, naming it: a built-in
+    function (``len``), a class that is not a Pass, a function annotated to
+    return something else. A function with no ``-> Pass`` annotation that
+    takes no arguments is called once, right here, and must return a Pass
+    (``lambda: 42`` fails; if the call raises, the factory is kept: it may need
+    a context). Annotate factories ``-> Pass`` to have them checked without
+    being called. See :func:`irpass.transform.registry.check_pass_factory`.
     """
 
 
@@ -169,6 +179,13 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
         @hookimpl
         def irpass_pipeline_passes():
             return [PipelineInsertion("FoldAddZero", after="SimplifyExpr")]
+
+    Once all plugins are loaded, each insertion's pass is made with its
+    ``options``: an insertion whose pass nobody registered, or whose options
+    the pass's factory refuses (a ``TypeError``, a ``ValueError``...), is left
+    out with a :class:`~irpass.plugins.PluginWarning` naming the plugin, the
+    pass, the options and the reason (an error with ``strict``); the plugin
+    keeps its other contributions.
     """
 
 

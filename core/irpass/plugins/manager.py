@@ -8,9 +8,12 @@ import error, a hook raising or returning the wrong kind of thing, a name
 another plugin owns) undoes what the plugin already added, records it as
 *failed* and warns once -- or raises :class:`PluginError` when strict.
 
-Plugins are taken in a fixed order -- entry points by name, then the ``-p``
-modules in the order given -- so which plugin wins a clash never depends on
-the order ``pip`` installed them in.
+Plugins are taken in a fixed order -- irpass's own entry points (those of the
+``irpass`` distribution: ``instruments``, ``std``), then the other entry
+points by name, then the ``-p`` modules in the order given -- so which plugin
+wins a clash never depends on the order ``pip`` installed them in, and a pack
+can never take a name from irpass's own plugins: the plugin that claims a name
+an earlier plugin (or the core) owns is the one refused.
 """
 
 from __future__ import annotations
@@ -79,15 +82,19 @@ class PluginManager:
         # the scan of installed distributions is the costly part of loading: skip it
         # when nothing could use it (autoload off, no -p names to resolve)
         wanted = self.settings.autoload or self.settings.modules
-        eps = {ep.name: ep for ep in entry_points()} if wanted else {}
-        if self.settings.autoload:
-            for name in sorted(eps):
-                if name not in self._records:
-                    self._load_entry_point(eps[name], requested=False)
+        found = sorted(entry_points(), key=_load_order) if wanted else []
+        names = {ep.name for ep in found}
+        requested = {spec for spec in self.settings.modules if spec in names}
+        taken: set[str] = set()
+        for ep in found:
+            if self.settings.autoload:
+                self._load_entry_point(ep, requested=False)
+            elif ep.name in requested and ep.name not in taken:
+                # -p NAME with autoload off: the first entry point of that name
+                taken.add(ep.name)
+                self._load_entry_point(ep, requested=True)
         for spec in self.settings.modules:
-            if spec in eps:
-                self._load_entry_point(eps[spec], requested=True)
-            else:
+            if spec not in names:
                 self._load_module(spec)
         self._check_pipeline_passes()
 
@@ -99,8 +106,8 @@ class PluginManager:
                     version=dist.version if dist else None)
         if name in self._records:
             old = self._records[name]
-            if old.source == "entry point" and old.module == ep.value:
-                return  # asked for by -p after autoload dealt with it (loaded or blocked)
+            if old.status == "blocked" or (old.source == "entry point" and old.module == ep.value):
+                return  # the name is blocked, or the same plugin declared twice
             self._fail(PluginRecord(status="failed", **base),
                        f"the plugin name {name!r} is already taken by {old.origin}")
             return
@@ -110,8 +117,9 @@ class PluginManager:
             return
         try:
             obj = ep.load()
-        except Exception as exc:  # any error importing a plugin makes it failed, not fatal
-            self._fail(PluginRecord(status="failed", **base), f"import failed: {_describe(exc)}")
+        except (Exception, SystemExit) as exc:  # a plugin failing at import is failed, not fatal
+            self._fail(PluginRecord(status="failed", **base),
+                       f"import failed (entry point {name} = {ep.value}): {_describe(exc)}")
             return
         self._commit(obj, PluginRecord(status="loaded", **base))
 
@@ -126,7 +134,7 @@ class PluginManager:
             return
         try:
             obj = importlib.import_module(spec)
-        except Exception as exc:  # as for entry points
+        except (Exception, SystemExit) as exc:  # as for entry points
             self._fail(PluginRecord(status="failed", **base), f"import failed: {_describe(exc)}")
             return
         dist, version = _distribution_of(spec)
@@ -231,7 +239,7 @@ class PluginManager:
             return None
         try:
             return impl.function()
-        except Exception as exc:  # a raising hook makes its plugin failed
+        except (Exception, SystemExit) as exc:  # a raising hook makes its plugin failed
             raise _Broken(f"{hook}() raised {_describe(exc)}") from exc
 
     def _impl(self, hook: str, obj: object) -> Any:
@@ -291,6 +299,12 @@ class PluginManager:
         if not (isinstance(item, Pass) or callable(item)):
             raise _Broken(_garbage("irpass_register_passes", item, "a pass factory or a Pass"))
         try:
+            # the plugin is imported by now: a factory that takes no argument and has
+            # no Pass annotation is called once to see that it makes a Pass
+            passes.check_pass_factory(item, call=True)
+        except TypeError as exc:
+            raise _Broken(f"irpass_register_passes: {exc}") from exc
+        try:
             entry = passes._make_entry(item, None, name)
         except TypeError as exc:
             raise _Broken(f"irpass_register_passes: {exc}") from exc
@@ -335,14 +349,14 @@ class PluginManager:
         return [Contribution("instrument", f"{name} (hooks)")]
 
     def _check_pipeline_passes(self) -> None:
-        """Drop insertions of passes nobody registered (e.g. their plugin is blocked), warning."""
+        """Drop, warning, the insertions of passes nobody registered (e.g. their plugin
+        is blocked) and those whose options cannot make the pass."""
         for owner, ins in pipeline.list_pipeline_insertions():
-            if passes._PASSES.get(ins.pass_name) is None:
-                close = _close(ins.pass_name, passes._PASSES)
+            problem = _insertion_problem(ins)
+            if problem:
                 self._warn_or_raise(
                     f"plugin {owner!r} ({self._origin(owner)}) puts pass {ins.pass_name!r} into "
-                    f"the default pipeline, but no pass of that name is registered{close}; "
-                    "the insertion is left out")
+                    f"the default pipeline, but {problem}; the insertion is left out")
                 _remove_insertion(owner, ins)
                 record = self._records.get(owner)
                 if record is not None:
@@ -377,6 +391,11 @@ class PluginManager:
     def records(self) -> list[PluginRecord]:
         """Every plugin seen, by name, with the core first."""
         return [self._core_record()] + [self._records[n] for n in sorted(self._records)]
+
+    def failures(self) -> list[PluginRecord]:
+        """The records of the plugins that failed, by name."""
+        return [self._records[n] for n in sorted(self._records)
+                if self._records[n].status == "failed"]
 
     def record(self, name: str) -> PluginRecord:
         """The record of plugin ``name``; a ``KeyError`` with close names if unknown."""
@@ -420,6 +439,27 @@ def _remove_insertion(owner: str, ins: Any) -> None:
         pipeline.add_pipeline_insertion(i, owner=owner)
 
 
+def _insertion_problem(ins: Any) -> str:
+    """Why ``ins`` cannot be part of the default pipeline ("" if its pass can be made)."""
+    if passes._PASSES.get(ins.pass_name) is None:
+        close = _close(ins.pass_name, passes._PASSES)
+        return f"no pass of that name is registered{close}"
+    try:
+        passes.get_pass(ins.pass_name, **ins.options)
+    except Exception as exc:  # the plugin's options (or factory) are wrong: say how
+        options = f"options {dict(ins.options)!r}" if ins.options else "no options"
+        return f"the pass cannot be created with {options}: {_describe(exc)}"
+    return ""
+
+
+def _load_order(ep: metadata.EntryPoint) -> tuple[bool, str, str, str]:
+    """irpass's own entry points first, then by name (then distribution and module, for
+    a name two distributions declare: the first one loaded owns it)."""
+    dist = getattr(ep, "dist", None)
+    dist_name = dist.metadata["Name"] if dist else ""
+    return (dist_name != CORE, ep.name, dist_name or "", ep.value)
+
+
 def _check_owner(what: str, existing: Any, plugin: str) -> None:
     """A name registered by someone else is a clash, even for the very same object:
     only one plugin can own (and, by failing or being unregistered, remove) it."""
@@ -457,6 +497,12 @@ def _where(ins: Any) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        # sys.exit(3) / exit("message") / sys.exit(): as the process would have ended
+        code = exc.code
+        if code is None or isinstance(code, int):
+            return f"SystemExit: it called sys.exit() with exit code {code or 0}"
+        return f"SystemExit: it called sys.exit({code!r}) (exit code 1)"
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -25,7 +25,8 @@ _FALSE = {"", "0", "false", "no", "off"}
 
 
 class PluginError(IRPassError):
-    """A plugin could not be loaded or used, and plugins are strict (``--strict-plugins``)."""
+    """A plugin could not be loaded or used, and plugins are strict (``--strict-plugins``);
+    or, strict or not, a plugin's failure left the default pipeline empty."""
 
 
 class PluginWarning(UserWarning):

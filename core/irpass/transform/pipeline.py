@@ -27,6 +27,12 @@ plugins were loaded in:
 
 Everything left out is in :attr:`PipelinePlan.dropped` with the reason;
 ``irpass pipeline`` prints the plan.
+
+A pipeline no plugin contributes to is empty, which is what blocking ``std``
+gives. But when, in addition, a plugin failed to load, the failure is the
+likely reason, so :func:`pipeline_plan` and :func:`default_pipeline` raise
+:class:`irpass.plugins.PluginError` naming the failed plugins and why, rather
+than run nothing (``irpass`` exits with status 2).
 """
 
 from __future__ import annotations
@@ -241,7 +247,9 @@ def default_pipeline(opt_level: int = 2) -> Sequential:
     """The default pipeline for ``opt_level``: a :class:`Sequential` named ``"default_pipeline"``.
 
     Loads the plugins first (if not loaded yet), then builds the passes of
-    :func:`pipeline_plan` (the two always agree). Passes whose
+    :func:`pipeline_plan` (the two always agree; both raise
+    :class:`irpass.plugins.PluginError` when no plugin contributes a pass and a
+    plugin failed to load, see the module docs). Passes whose
     ``info.opt_level`` is above ``opt_level`` are left out; the Sequential
     itself has opt_level 0. The :class:`PassContext` still decides at run time
     which passes run (its ``opt_level``, ``required_pass`` and
@@ -258,11 +266,31 @@ def pipeline_plan(opt_level: int = 2) -> PipelinePlan:
     there and how, and the insertions left out with why (see the module docs).
 
     ``opt_level`` is an int from 0 to 4. Loads the plugins first. A cycle of
-    before/after anchors is a ``ValueError`` naming the passes and their owners.
+    before/after anchors is a ``ValueError`` naming the passes and their owners;
+    no insertion at all while a plugin failed to load is an
+    :class:`irpass.plugins.PluginError` naming that plugin.
     """
     _check_opt_level(opt_level)
     _load_plugins()
+    if not _INSERTIONS:
+        _check_not_emptied_by_a_failure()
     return _Planner(opt_level).plan(sorted(_INSERTIONS, key=_sort_key))
+
+
+def _check_not_emptied_by_a_failure() -> None:
+    """Raise :class:`PluginError` if a plugin failed to load: with no insertion left,
+    the default pipeline would silently run nothing."""
+    from ..plugins import PluginError, _current
+
+    manager = _current()  # loaded by now, unless loading is switched off (tests)
+    failed = manager.failures() if manager is not None else []
+    if failed:
+        why = "; ".join(f"plugin {r.name!r} ({r.origin}) {r.reason}" for r in failed)
+        raise PluginError(
+            f"the default pipeline is empty: no loaded plugin contributes a pass to it, and "
+            f"{why}. Fix or uninstall the failed plugin ('irpass plugins' lists them), or "
+            f"name a pipeline of your own"
+        )
 
 
 def _load_plugins() -> None:

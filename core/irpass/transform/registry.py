@@ -21,6 +21,8 @@ checked (the pass that needs them decided).
 from __future__ import annotations
 
 import difflib
+import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, overload
@@ -34,6 +36,7 @@ from .passes import Pass
 __all__ = [
     "PassEntry",
     "register_pass",
+    "check_pass_factory",
     "get_pass",
     "get_pass_entry",
     "list_passes",
@@ -99,7 +102,9 @@ def register_pass(
 
     Registering a different factory under a taken name is a ``ValueError``
     naming both origins, unless ``override=True``; registering the same one
-    again is a no-op.
+    again is a no-op. What cannot be a factory -- a built-in function such as
+    ``len``, a class that is not a :class:`Pass`, a function annotated to
+    return something else -- is a ``TypeError`` (see :func:`check_pass_factory`).
     """
 
     def register(obj: Any) -> Any:
@@ -241,12 +246,91 @@ def _requirement_order(
 
 
 
+def check_pass_factory(obj: Any, *, call: bool = False) -> None:
+    """Raise ``TypeError`` saying why ``obj`` is not a pass factory (nor a :class:`Pass`).
+
+    Judged without running ``obj``: a :class:`Pass` instance or a subclass of
+    :class:`Pass` (a class decorated with ``module_pass``/``function_pass``) is
+    fine; a built-in function, another class, or a function whose return
+    annotation names something other than a Pass is refused. A function
+    without a usable return annotation cannot be judged that way: with
+    ``call=True``, if it can be called without arguments it is called once and
+    must return a :class:`Pass` (if that call raises, it is let through: it
+    may need its arguments or a context; :func:`get_pass` checks every result).
+    The plugin manager calls with ``call=True``, once a plugin has been
+    imported; :func:`register_pass`, often a decorator running while its module
+    is still being imported, does not.
+    """
+    if isinstance(obj, Pass) or (isinstance(obj, type) and issubclass(obj, Pass)):
+        return
+    what = repr(_label(obj))
+    if isinstance(obj, type):
+        raise TypeError(f"{what} is a class that is not a Pass (decorate it with "
+                        "module_pass or function_pass)")
+    if not callable(obj):
+        raise TypeError(f"{obj!r} is neither a pass factory nor a Pass")
+    if inspect.isbuiltin(obj):
+        raise TypeError(f"{what} is a built-in function, not a pass factory")
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):  # no signature to read: get_pass checks the result
+        return
+    returns = _return_class(obj, signature)
+    if returns is not None:
+        if issubclass(returns, Pass):
+            return
+        raise TypeError(f"{what} is annotated to return {returns.__name__}, not a Pass")
+    takes_none = all(
+        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in signature.parameters.values()
+    )
+    if not (call and takes_none):
+        return
+    try:
+        made = obj()
+    except Exception:  # it cannot tell without its arguments (or a context): let it be
+        return
+    if not isinstance(made, Pass):
+        text = repr(made)
+        text = text if len(text) <= 60 else text[:57] + "..."
+        raise TypeError(f"{what} is not a pass factory: called with no arguments it "
+                        f"returned {type(made).__name__} {text}, not a Pass")
+
+
+def _label(obj: Any) -> str:
+    """``module.qualname`` of a function or class (the name alone for a builtin)."""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qualname is None:
+        return repr(obj)
+    module = getattr(obj, "__module__", None)
+    return qualname if module in (None, "builtins") else f"{module}.{qualname}"
+
+
+def _return_class(obj: Any, signature: inspect.Signature) -> type | None:
+    """The class ``obj``'s return annotation names, if it names one irpass can resolve."""
+    returns = signature.return_annotation
+    if returns is signature.empty:
+        return None
+    if isinstance(returns, str):  # `from __future__ import annotations`
+        try:
+            returns = typing.get_type_hints(obj).get("return")
+        except Exception:  # a name imported under TYPE_CHECKING, a typo: cannot judge
+            return None
+    if returns is None:  # `-> None`
+        return type(None)
+    return returns if isinstance(returns, type) else None
+
+
 def _make_entry(obj: Any, name: str | None, owner: str | None) -> PassEntry:
     if isinstance(obj, Pass):
         factory: PassFactory = _Instance(obj)
         name = name or obj._info.name
         source = getattr(obj, "pass_func", None) or type(obj)
     elif callable(obj):
+        try:
+            check_pass_factory(obj)
+        except TypeError as exc:
+            raise TypeError(f"register_pass: {exc}") from None
         factory = obj
         name = name or getattr(obj, "__name__", None)
         source = obj
