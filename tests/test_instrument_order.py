@@ -442,6 +442,30 @@ def test_enter_raising_exits_the_entered_and_skips_the_rest():
     assert log[3:] == [("pass", "body", "P"), ("pass", "body", "Q")]
 
 
+def test_enter_raising_exits_the_entered_in_reverse_order():
+    # TVM exits the instruments already entered last-entered first, as a with-stack would
+    log = []
+    pis = [make("A", log), make("B", log), make("C", log, "enter")]
+    ctx = PassContext(instruments=pis)
+    with pytest.raises(Boom, match="C failed in enter"):
+        with ctx:
+            pass
+    assert log == enters(["A", "B", "C"]) + exits(["B", "A"])
+    assert ctx.instruments == ()
+
+
+def test_override_with_an_enter_that_raises_exits_the_entered_in_reverse_order():
+    log = []
+    ctx = PassContext.current()
+    try:
+        with pytest.raises(Boom, match="N3 failed in enter"):
+            ctx.override_instruments([make("N1", log), make("N2", log), make("N3", log, "enter")])
+        assert ctx.instruments == ()
+    finally:
+        ctx.override_instruments([])
+    assert log == enters(["N1", "N2", "N3"]) + exits(["N2", "N1"])
+
+
 def test_enter_raising_in_first_instrument_exits_nobody():
     log = []
     outer = PassContext.current()
@@ -795,25 +819,48 @@ def test_inner_scope_without_instruments_silences_the_outer_ones():
     assert log == enters(["A"]) + [("pass", "body", "P")] + exits(["A"])
 
 
-def test_requirements_are_instrumented_executions_before_the_pass():
+def test_requirements_are_instrumented_executions_before_the_pass_in_a_sequential():
+    log = []
+    register_pass(mpass("R1", log))
+    register_pass(mpass("R2", log, required=["R1"]))
+    p = mpass("P", log, required=["R2"])
+    with PassContext(instruments=[make("I", log)]):
+        Sequential([p], name="S")(make_mod())
+    assert log == enters(["I"]) + [("I", "should_run", "S"), ("I", "before", "S")] + runs(
+        ["I"], "R1"
+    ) + runs(["I"], "R2") + runs(["I"], "P") + [("I", "after", "S")] + exits(["I"])
+
+
+def test_a_pass_called_directly_runs_alone_under_the_instruments():
+    # TVM: Pass::operator() never runs info.required; only Sequential does
     log = []
     register_pass(mpass("R1", log))
     register_pass(mpass("R2", log, required=["R1"]))
     p = mpass("P", log, required=["R2"])
     with PassContext(instruments=[make("I", log)]):
         p(make_mod())
-    assert log == enters(["I"]) + runs(["I"], "R1") + runs(["I"], "R2") + runs(["I"], "P") + (
-        exits(["I"])
-    )
+    assert log == enters(["I"]) + runs(["I"], "P") + exits(["I"])
 
 
-def test_requirements_run_even_when_should_run_skips_the_pass():
+def test_a_direct_call_skipped_by_should_run_runs_nothing():
     log = []
     register_pass(mpass("R", log))
     p = mpass("P", log, required=["R"])
     with PassContext(instruments=[make("I", log, should_run=lambda n: n != "P")]):
         p(make_mod())
-    assert log == enters(["I"]) + runs(["I"], "R") + [("I", "should_run", "P")] + exits(["I"])
+    assert log == enters(["I"]) + [("I", "should_run", "P")] + exits(["I"])
+
+
+def test_requirements_run_in_a_sequential_even_when_should_run_skips_the_pass():
+    log = []
+    register_pass(mpass("R", log))
+    p = mpass("P", log, required=["R"])
+    with PassContext(instruments=[make("I", log, should_run=lambda n: n != "P")]):
+        Sequential([p], name="S")(make_mod())
+    # as in TVM, the Sequential runs R, then asks about P
+    assert log == enters(["I"]) + [("I", "should_run", "S"), ("I", "before", "S")] + runs(
+        ["I"], "R"
+    ) + [("I", "should_run", "P"), ("I", "after", "S")] + exits(["I"])
 
 
 def test_requirements_inside_a_sequential_follow_required_and_disabled():

@@ -22,6 +22,13 @@ Cross-cutting robustness checks of the standard pass pack (issue 5):
 (c) Every pass on every model under ``testing.immutable_module``: the pass
     infrastructure fails a pass that changed its input; we also compare hash
     and function identity ourselves.
+(d) A pass called directly runs alone (as in TVM, only a Sequential runs its
+    ``required`` passes): on an untyped model, a pass that requires
+    ``InferType`` either works (it types what it needs itself) or fails with a
+    ``PassError`` naming it and saying to run ``InferType`` or use a Sequential.
+
+(a)-(c) run each pass as a pipeline runs it, inside a :class:`Sequential`
+(:func:`run_in_sequential`), so its requirements run first.
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ from typing import Any
 import numpy as np
 import pytest
 from irpass import op
-from irpass.errors import IRPassError, TypeInferenceError
+from irpass.errors import IRPassError, PassError, TypeInferenceError
 from irpass.evaluator import evaluate
+from irpass.instrument import pass_instrument
 from irpass.ir import (
     Call,
     Expr,
@@ -88,6 +96,11 @@ def make_pass(variant: str) -> Pass:
     """A fresh instance of the pass of test id ``variant``."""
     name, kwargs = VARIANTS[variant]
     return get_pass(name, **kwargs)
+
+
+def run_in_sequential(p: Pass, mod: IRModule) -> IRModule:
+    """``p`` on ``mod`` the way a pipeline runs it: its ``required`` passes first."""
+    return Sequential([p], name="robustness")(mod)
 
 
 def needs_types(p: Pass) -> bool:
@@ -201,7 +214,8 @@ def deep_chain(name: str) -> tuple[IRModule, Any, np.ndarray, Any]:
 def test_pass_on_deep_chain(variant, chain):
     mod, before, arg, expected = deep_chain(chain)
     with PassContext(opt_level=3):
-        out = make_pass(variant)(mod)  # a RecursionError would surface as a PassError
+        # a RecursionError would surface as a PassError
+        out = run_in_sequential(make_pass(variant), mod)
     _assert_unchanged(mod, before, variant)
     if out is not mod:  # the same module computes the same thing
         assert_outputs_close(evaluate(out, arg), expected, what=f"{variant} on {chain}")
@@ -285,7 +299,7 @@ def test_pass_on_ill_typed_module(variant, module):
     ctx = PassContext(opt_level=3)
     try:
         with ctx:
-            p(mod)
+            run_in_sequential(p, mod)
     except IRPassError as err:
         _OUTCOMES.setdefault(variant, {})[module] = "error"
         name = VARIANTS[variant][0]
@@ -337,6 +351,35 @@ def test_pass_leaves_model_untouched(variant, model_name):
     mod = MODEL_BUILDERS[model_name]()
     before = _snapshot(mod)
     with PassContext(opt_level=3, config={"testing.immutable_module": True}):
-        out = make_pass(variant)(mod)
+        out = run_in_sequential(make_pass(variant), mod)
     assert isinstance(out, IRModule)
     _assert_unchanged(mod, before, variant)
+
+
+# --- (d) a direct call runs the pass alone -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "variant", [v for v in VARIANTS if "InferType" in make_pass(v).info.required]
+)
+def test_direct_call_on_untyped_module_runs_alone_and_says_so(variant):
+    mod = models.resnet()
+    arg = np.random.default_rng(0).standard_normal(mod["main"].params[0].type_annotation.shape)
+    arg = arg.astype(np.float32)
+    name = VARIANTS[variant][0]
+    ran: list[str] = []
+
+    @pass_instrument
+    class Trace:
+        def run_before_pass(self, mod, info):
+            ran.append(info.name)
+
+    try:
+        with PassContext(opt_level=3, instruments=[Trace()]):
+            out = make_pass(variant)(mod)
+    except PassError as err:
+        text = str(err)
+        assert err.pass_name == name and "InferType" in text and "Sequential" in text, text
+    else:
+        assert_outputs_close(evaluate(out, arg), evaluate(mod, arg), what=variant)
+    assert ran == [name]  # InferType did not run

@@ -221,3 +221,14 @@ def test_random_pass_sequences_keep_random_program_meaning(sequence, case):
 )
 def test_random_pass_sequences_keep_model_meaning(sequence, model_name):
     check_semantics([make_pass(v) for v in sequence], model(model_name))
+
+
+# --- check_semantics runs one pass as a pipeline would -----------------------------
+
+
+def test_check_semantics_runs_a_single_pass_with_its_requirements_whatever_its_level():
+    # called directly, FuseOps runs alone and fails on an untyped module; check_semantics
+    # runs it in a Sequential (so InferType runs first), and at opt_level 0 all the same
+    mod = models.mlp()
+    out = check_semantics(get_pass("FuseOps"), mod, opt_level=0)
+    assert "Primitive=1" in str(out) and "Primitive" not in str(mod)

@@ -632,12 +632,15 @@ def test_sequential_own_opt_level_and_name():
     assert log == ["A", "B"]
 
 
-def test_sequential_required_runs_before_its_passes():
+def test_sequential_required_runs_before_it_inside_another_sequential():
     log = []
     irpass.transform.register_pass(lambda: _recorder("Prep", log), "Prep")
     seq = Sequential([_recorder("A", log)], name="withreq", required=["Prep"])
     assert seq.info.required == ("Prep",)
-    seq(_mul_module())
+    seq(_mul_module())  # called directly: like any pass, alone (TVM)
+    assert log == ["A"]
+    log.clear()
+    Sequential([seq], name="outer")(_mul_module())
     assert log == ["Prep", "A"]
 
 

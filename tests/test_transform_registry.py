@@ -232,12 +232,13 @@ def test_passes_registered_later_are_reachable_as_attributes():
 
 
 # -- required resolution -------------------------------------------------------------------
+# As in TVM, only a Sequential runs a pass's requirements; a pass called directly runs alone.
 
 
 def test_required_chain_runs_in_dependency_order():
     log = []
     _register_recorders(log, {"A": ["B"], "B": ["C"], "C": []})
-    get_pass("A")(_mod())
+    Sequential([get_pass("A")])(_mod())
     assert log == ["C", "B", "A"]
     log.clear()
     with PassContext(opt_level=0):
@@ -245,12 +246,30 @@ def test_required_chain_runs_in_dependency_order():
     assert log == ["C", "B", "A", "C"]
 
 
+def test_a_pass_called_directly_runs_alone():
+    log = []
+    _register_recorders(log, {"A": ["B"], "B": ["C"], "C": []})
+    get_pass("A")(_mod())
+    assert log == ["A"]
+    log.clear()
+    get_pass("B")(_mod())  # a requirement called directly: alone too
+    assert log == ["B"]
+
+
+def test_requirements_of_a_sequential_run_when_an_enclosing_sequential_runs_it():
+    log = []
+    _register_recorders(log, {"R": []})
+    inner = Sequential([get_pass("R")], name="inner", required=["R"])
+    inner(_mod())
+    assert log == ["R"]  # called directly: its own passes only
+    log.clear()
+    Sequential([inner], name="outer")(_mod())
+    assert log == ["R", "R"]
+
+
 def test_required_diamond_runs_the_shared_requirement_once():
     log = []
     _register_recorders(log, {"P": ["B", "C"], "B": ["D"], "C": ["D"], "D": []})
-    get_pass("P")(_mod())
-    assert log == ["D", "B", "C", "P"]
-    log.clear()
     Sequential([get_pass("P")], name="s")(_mod())
     assert log == ["D", "B", "C", "P"]
 
@@ -279,16 +298,17 @@ def test_required_passes_transform_the_module_before_the_pass():
         return mod
 
     mod = _mod()
-    out = needs_helper(mod)
+    out = Sequential([needs_helper])(mod)
     assert seen == [True]
     assert "helper" in out and "helper" not in mod
+    assert "helper" not in needs_helper(mod) and seen == [True, False]
 
 
 def test_disabled_requirement_is_skipped():
     log = []
     _register_recorders(log, {"A": ["B", "C"], "B": [], "C": []})
     with PassContext(disabled_pass=["B"]):
-        get_pass("A")(_mod())
+        Sequential([get_pass("A")])(_mod())
     assert log == ["C", "A"]
 
 
@@ -297,8 +317,7 @@ def test_requirement_opt_levels_are_ignored():
     _register_recorders(log, {"A": ["B"], "B": []}, levels={"B": 7})
     with PassContext(opt_level=0):
         Sequential([get_pass("A")])(_mod())
-        get_pass("A")(_mod())
-    assert log == ["B", "A", "B", "A"]
+    assert log == ["B", "A"]
 
 
 def test_requirements_of_a_skipped_pass_do_not_run():
@@ -309,21 +328,37 @@ def test_requirements_of_a_skipped_pass_do_not_run():
     assert log == []
 
 
-@pytest.mark.parametrize("inside_sequential", [False, True])
-def test_requirement_cycle_is_a_dependency_error(inside_sequential):
+def _sequentials(p):
+    """The ways a Sequential can run ``p``: behind another pass, nested in another."""
+    return {
+        "behind_a_pass": Sequential([irpass.transform.Identity(), p], name="s"),
+        "nested": Sequential([Sequential([p], name="inner")], name="outer"),
+    }
+
+
+@pytest.mark.parametrize("runner", ["behind_a_pass", "nested"])
+def test_requirement_cycle_is_a_dependency_error(runner):
     log = []
     _register_recorders(log, {"A": ["B"], "B": ["A"]})
     mod = _mod()
     snap = _snapshot(mod)
-    p = get_pass("A")
-    runner = Sequential([irpass.transform.Identity(), p], name="s") if inside_sequential else p
     with pytest.raises(irpass.PassDependencyError) as exc:
-        runner(mod)
+        _sequentials(get_pass("A"))[runner](mod)
     assert exc.value.chain == ["A", "B", "A"]
     assert "A -> B -> A" in str(exc.value)
     assert "cycle" in str(exc.value)
     assert log == []
     _assert_unchanged(mod, snap)
+
+
+def test_a_direct_call_does_not_look_at_the_requirements():
+    # TVM: the requirements are resolved by Sequential only, so a cycle or an
+    # unknown name below a pass called directly is no error
+    log = []
+    _register_recorders(log, {"A": ["B"], "B": ["A"], "C": ["Nowhere"]})
+    get_pass("A")(_mod())
+    get_pass("C")(_mod())
+    assert log == ["A", "C"]
 
 
 def test_self_requirement_is_a_cycle():
@@ -332,7 +367,7 @@ def test_self_requirement_is_a_cycle():
     mod = _mod()
     snap = _snapshot(mod)
     with pytest.raises(irpass.PassDependencyError) as exc:
-        get_pass("Selfish")(mod)
+        Sequential([get_pass("Selfish")])(mod)
     assert "Selfish -> Selfish" in str(exc.value)
     assert log == []
     _assert_unchanged(mod, snap)
@@ -342,15 +377,15 @@ def test_longer_cycle_below_the_pass_names_the_chain():
     log = []
     _register_recorders(log, {"Top": ["X"], "X": ["Y"], "Y": ["Z"], "Z": ["X"]})
     with pytest.raises(irpass.PassDependencyError) as exc:
-        get_pass("Top")(_mod())
+        Sequential([get_pass("Top")])(_mod())
     msg = str(exc.value)
     assert "X -> Y -> Z -> X" in msg and "Top" in msg
     assert exc.value.chain == ["Top", "X", "Y", "Z", "X"]
     assert log == []
 
 
-@pytest.mark.parametrize("inside_sequential", [False, True])
-def test_unknown_requirement_names_the_chain_and_close_matches(inside_sequential):
+@pytest.mark.parametrize("runner", ["behind_a_pass", "nested"])
+def test_unknown_requirement_names_the_chain_and_close_matches(runner):
     log = []
 
     def FoldConstant():  # noqa: N802
@@ -360,10 +395,8 @@ def test_unknown_requirement_names_the_chain_and_close_matches(inside_sequential
     _register_recorders(log, {"A": ["B"], "B": ["FoldConstnt"]})
     mod = _mod()
     snap = _snapshot(mod)
-    p = get_pass("A")
-    runner = Sequential([p], name="s") if inside_sequential else p
     with pytest.raises(irpass.PassDependencyError) as exc:
-        runner(mod)
+        _sequentials(get_pass("A"))[runner](mod)
     msg = str(exc.value)
     assert "A -> B -> FoldConstnt" in msg
     assert "'FoldConstant'" in msg
@@ -375,7 +408,7 @@ def test_unknown_requirement_names_the_chain_and_close_matches(inside_sequential
 def test_unregistered_pass_with_unknown_requirement():
     p = module_pass(lambda m, c: m, name="Loose", required=["Nowhere"])
     with pytest.raises(irpass.PassDependencyError) as exc:
-        p(_mod())
+        Sequential([p])(_mod())
     assert "Loose -> Nowhere" in str(exc.value)
 
 
@@ -391,8 +424,47 @@ def test_requirement_whose_factory_needs_arguments_is_a_dependency_error():
 
     p = module_pass(lambda m, c: m, name="User", required=["NeedsArg"])
     with pytest.raises(irpass.PassDependencyError) as exc:
-        p(_mod())
+        Sequential([p])(_mod())
     assert "User -> NeedsArg" in str(exc.value)
+
+
+def _needs_typed_input():
+    """A pass requiring InferType that fails, as std passes do, on an untyped module."""
+
+    def body(mod, ctx):
+        mod["main"].body.checked_type  # noqa: B018 - raises without InferType
+        return mod
+
+    return module_pass(body, name="NeedsTypes", required=["InferType"])
+
+
+def test_a_failing_direct_call_says_its_requirements_did_not_run():
+    with pytest.raises(irpass.PassError) as exc:
+        _needs_typed_input()(_mod())
+    msg = str(exc.value)
+    assert exc.value.pass_name == "NeedsTypes"
+    assert "checked_type" in msg and "run irpass.ir.infer_type" in msg
+    assert "'NeedsTypes' was called directly" in msg and "(InferType) did not run" in msg
+    assert "Sequential" in msg
+    assert msg.count("called directly") == 1
+
+
+def test_the_same_pass_in_a_sequential_gets_its_requirement():
+    out = Sequential([_needs_typed_input()])(_mod())
+    assert out["main"].body.checked_type == irpass.TensorType((2, 3), "float32")
+
+
+def test_a_failure_in_a_sequential_has_no_direct_call_note():
+    @module_pass(required=["Identity"])
+    def broken(mod, ctx):
+        raise RuntimeError("boom")
+
+    with pytest.raises(irpass.PassError) as exc:
+        Sequential([broken], name="s")(_mod())
+    assert "boom" in str(exc.value) and "called directly" not in str(exc.value)
+    with pytest.raises(irpass.PassError) as exc:
+        broken(_mod())
+    assert "'broken' was called directly" in str(exc.value)
 
 
 def test_failing_requirement_is_a_pass_error_naming_it():

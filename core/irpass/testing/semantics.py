@@ -42,7 +42,11 @@ def check_semantics(
     """Run ``transform`` on ``mod`` and check that ``main`` still computes the same thing.
 
     ``transform`` is a pass, a list of passes (run as a :class:`Sequential`)
-    or a textual pipeline (``"SimplifyExpr,FoldConstant"``). It runs inside
+    or a textual pipeline (``"SimplifyExpr,FoldConstant"``). A single pass
+    runs the way a pipeline runs it, inside a :class:`Sequential`, so the
+    passes its ``info.required`` names (``InferType`` for many) run first,
+    as they would not on a direct call; it runs whatever its ``opt_level``,
+    as a direct call would. It all runs inside
     ``PassContext(opt_level=opt_level, config=config)`` with
     ``testing.immutable_module`` switched on. ``inputs`` are the argument
     sets to compare on (by parameter name); by default one random set per
@@ -55,10 +59,10 @@ def check_semantics(
     """
     if not isinstance(mod, IRModule):
         raise TypeError(f"check_semantics: mod must be an IRModule, got {type(mod).__name__}")
-    label, run = _as_pass(transform)
+    label, run, forced = _as_pass(transform)
     cfg = {"testing.immutable_module": True, **(config or {})}
     before_hash = structural_hash(mod)
-    with PassContext(opt_level=opt_level, config=cfg):
+    with PassContext(opt_level=opt_level, required_pass=forced, config=cfg):
         out = run(mod)
     if structural_hash(mod) != before_hash:  # belt and braces: immutable_module checks this too
         raise AssertionError(f"{label} changed its input module")
@@ -129,14 +133,18 @@ def _compare(got: Any, expected: Any, rtol: float, atol: float, what: str, path:
         )
 
 
-def _as_pass(transform: Pass | Sequence[Pass] | str) -> tuple[str, Pass]:
+def _as_pass(transform: Pass | Sequence[Pass] | str) -> tuple[str, Pass, list[str]]:
+    """The label, the pass to run and the names to put in ``required_pass``."""
     if isinstance(transform, Pass):
-        return f"pass {transform.info.name!r}", transform
+        # a Sequential runs the pass's requirements; required_pass keeps a pass above
+        # opt_level from being skipped, as a direct call would not skip it
+        name = transform.info.name
+        return f"pass {name!r}", Sequential([transform], name="check_semantics"), [name]
     if isinstance(transform, str):
-        return f"pipeline {transform!r}", parse_pipeline(transform)
+        return f"pipeline {transform!r}", parse_pipeline(transform), []
     if isinstance(transform, Sequence) and all(isinstance(p, Pass) for p in transform):
         names = ",".join(p.info.name for p in transform)
-        return f"passes {names}", Sequential(list(transform))
+        return f"passes {names}", Sequential(list(transform)), []
     raise TypeError(
         "check_semantics: transform must be a Pass, a list of passes or a pipeline string, "
         f"got {type(transform).__name__}"

@@ -8,9 +8,11 @@ pipelines never see each other's contexts.
 Instrument rules (those of TVM's ``PassContext``), for instruments
 ``[A, B, C]``:
 
-- entering calls ``enter_pass_ctx`` of A, B, C in order. If B raises, the
-  instrument list is cleared, A (already entered) gets ``exit_pass_ctx``,
-  C is never called, the context is not pushed and the error propagates;
+- entering calls ``enter_pass_ctx`` of A, B, C in order. If C raises, the
+  instrument list is cleared, the instruments already entered get
+  ``exit_pass_ctx`` in reverse order (B, then A: last entered, first
+  exited), the context is not pushed and the error propagates; had B raised,
+  C would never have been called;
 - leaving pops the context, then calls ``exit_pass_ctx`` of A, B, C. If B
   raises, the list is cleared, C is not called and the error propagates
   (the context is popped all the same);
@@ -137,7 +139,7 @@ class PassContext:
                 entered.append(pi)
         except BaseException:
             self._instruments = ()
-            for pi in entered:
+            for pi in reversed(entered):
                 pi.exit_pass_ctx()
             raise
 

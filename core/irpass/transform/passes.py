@@ -2,13 +2,18 @@
 
 Running a pass ``p(mod)`` under ``ctx = PassContext.current()``:
 
-1. the passes named in ``p.info.required`` run first (see
-   :mod:`irpass.transform.registry`);
-2. the instruments' ``should_run`` may skip it, then ``run_before_pass``;
-3. the pass body runs; an exception from it becomes :class:`irpass.PassError`
+1. the instruments' ``should_run`` may skip it, then ``run_before_pass``;
+2. the pass body runs; an exception from it becomes :class:`irpass.PassError`
    naming the pass (the original as ``__cause__``), and so do errors it
    reported through ``ctx.diag``;
-4. ``run_after_pass`` with the result.
+3. ``run_after_pass`` with the result.
+
+As in TVM, a pass called directly runs alone: the passes named in its
+``info.required`` run only when a :class:`Sequential` runs it, right before
+it (see :mod:`irpass.transform.registry`). A pass with requirements that
+fails when called directly says so in its error, since the usual cause is a
+requirement that did not run (a pass needing ``InferType`` on an untyped
+module).
 
 Passes never change their input: IR nodes and modules are immutable, and a
 pass that returns the wrong kind of object is a :class:`PassReturnTypeError`.
@@ -59,17 +64,16 @@ class Pass:
                 f"pass {self._info.name!r} must be called on an IRModule, got "
                 f"{type(mod).__name__} (wrap an expression with IRModule.from_expr)"
             )
-        return self._execute(mod, PassContext.current())
+        if not self._info.required:
+            return self._execute(mod, PassContext.current())
+        try:
+            return self._execute(mod, PassContext.current())
+        except PassError as err:
+            _note_direct_call(self, err)
+            raise
 
     def _execute(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        if self._info.required:
-            from .registry import run_requirements
-
-            mod = run_requirements(self, mod, ctx)
-        return self._execute_self(mod, ctx)
-
-    def _execute_self(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        """Steps 2-4 of running a pass (its requirements already ran)."""
+        """Run this pass alone under ``ctx`` (instruments, body, checks); no requirements."""
         info = self._info
         if ctx._instruments:
             if not ctx._before_pass(mod, info):
@@ -171,7 +175,11 @@ class Sequential(Pass):
 
     Each pass runs when the current context enables it
     (:meth:`PassContext.pass_enabled`: disabled > required > opt_level),
-    after the passes its ``info.required`` names. Sequentials nest.
+    right after the passes its ``info.required`` names
+    (:func:`irpass.transform.registry.run_requirements`: transitively, in
+    dependency order). Only a Sequential resolves requirements, as in TVM;
+    the requirements of the Sequential itself run when an enclosing
+    Sequential runs it. Sequentials nest.
     """
 
     _kind = "Sequential"
@@ -210,6 +218,10 @@ class Sequential(Pass):
                 if name in disabled or (info.opt_level > level and name not in required):
                     continue
                 frame[1] = i
+                if info.required:
+                    from .registry import run_requirements  # the registry imports this module
+
+                    mod = run_requirements(p, mod, ctx)
                 mod = p._execute(mod, ctx)
                 frame[2] = name
         finally:
@@ -247,6 +259,25 @@ def _init_func_pass(p: ModulePass | FunctionPass, pass_func: Callable, info: Pas
         raise TypeError(f"{p._kind}: info must be a PassInfo, got {info!r}")
     p.pass_func = pass_func
     p._info = info
+
+
+# Marks a PassError that already carries the note of _note_direct_call.
+_NOTED = "_irpass_direct_call_noted"
+
+
+def _note_direct_call(p: Pass, err: PassError) -> None:
+    """Add to ``err`` (``p``'s own failure on a direct call) that ``p``'s requirements
+    did not run: the likely cause, and one that TVM's error would leave unsaid."""
+    info = p._info
+    if err.pass_name != info.name or getattr(err, _NOTED, False):
+        return
+    setattr(err, _NOTED, True)
+    names = ", ".join(info.required)
+    err.reason += (
+        f"\n  note: {info.name!r} was called directly, so the passes it requires ({names}) "
+        "did not run; run them first, or run the pass inside a Sequential, which runs "
+        "them: Sequential([pass])(mod)"
+    )
 
 
 def _path(ctx: PassContext, name: str) -> list[str]:

@@ -9,13 +9,18 @@ are turned into passes at run time::
     def FoldConstant() -> Pass:
         return function_pass(_fold, opt_level=2, name="FoldConstant")
 
-Requirements are resolved recursively each time a pass runs: the names it
-requires, the names those require, and so on, are run first in dependency
-order, each once for that pass (a requirement shared by two requirements
-runs once). A cycle or an unknown name is a :class:`irpass.PassDependencyError`.
-A requirement named in the context's ``disabled_pass`` is skipped, and so
-are the requirements only it needs; the requirements' opt levels are not
-checked (the pass that needs them decided).
+Requirements are resolved only when a :class:`irpass.transform.Sequential`
+runs a pass, as in TVM; a pass called directly runs alone. Each time a
+Sequential runs a pass, :func:`run_requirements` runs the names it requires,
+the names those require, and so on, first, in dependency order, each once
+for that pass (a requirement shared by two requirements runs once). Going
+down the whole requirement graph is irpass's one extension over TVM, whose
+Sequential runs a pass's own requirements only: since a requirement runs
+alone like any pass, its own requirements would otherwise never run. A cycle
+or an unknown name is a :class:`irpass.PassDependencyError`. A requirement
+named in the context's ``disabled_pass`` is skipped, and so are the
+requirements only it needs; the requirements' opt levels are not checked
+(the pass that needs them decided).
 """
 
 from __future__ import annotations
@@ -182,7 +187,9 @@ def close_pass_names(name: str, n: int = 3) -> list[str]:
 
 
 def run_requirements(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
-    """Run the passes ``p`` requires (transitively, in dependency order) on ``mod``."""
+    """Run the passes ``p`` requires (transitively, in dependency order) on ``mod``:
+    what a :class:`Sequential` does right before it runs ``p``. Each requirement runs
+    alone, through the instruments, under the label ``<p>.required`` in the position."""
     info = p._info
     label = f"{info.name}.required"
     frame: list[Any] = [label, 0, None]
@@ -191,7 +198,7 @@ def run_requirements(p: Pass, mod: IRModule, ctx: PassContext) -> IRModule:
         order = _requirement_order(info.name, info.required, ctx._disabled)
         for i, (dep_name, dep) in enumerate(order):
             frame[1] = i
-            mod = dep._execute_self(mod, ctx)
+            mod = dep._execute(mod, ctx)
             frame[2] = dep_name
     finally:
         ctx._frames.pop()
