@@ -11,52 +11,66 @@ an all-ones shape) is per-channel along every axis; a full tensor is not.
 
     multiply(conv2d(x, w), s)               ->  conv2d(x, w * s[O axis])
     multiply(bias_add(conv2d(x, w), b), s)  ->  bias_add(conv2d(x, w * s), b * s)
-    multiply(dense(x, w), s)                ->  dense(x, w * s[:, None])
+    multiply(relu(add(dense(x, w), b)), s)  ->  relu(add(dense(x, w * s[:, None]), b * s))
 
 The scale travels from the multiply down through ``nn.bias_add``, ``add`` /
-``subtract`` of a constant (the constant is scaled too), ``add`` / ``subtract``
-of two branches that can both take it, ``nn.relu`` (only when every entry of
-the scale is > 0, since ``relu(a) * s == relu(a * s)`` needs ``s > 0``) and
-another per-channel ``multiply`` (whose scale is combined with it), and it
-ends in ``nn.conv2d`` (scaled along the kernel's ``O`` axis, any
+``subtract`` of a bias (the bias is scaled too), ``add`` / ``subtract`` of two
+branches that can both take it, ``nn.relu`` and ``nn.leaky_relu`` (only when
+every entry of the scale is > 0, since ``relu(a) * s == relu(a * s)`` needs
+``s > 0``) and another per-channel ``multiply`` (whose scale is combined with
+it), and it ends in ``nn.conv2d`` (scaled along the kernel's ``O`` axis, any
 ``kernel_layout`` and ``groups``) or ``nn.dense`` (scaled rows). Every node it
 passes, the weighted op included, must have that one user (and a ``let``-bound
 variable on the way must be used once): a value someone else also reads must
-keep its meaning.
+keep its meaning. A value with several users stops the scale, but each of
+its users still folds its own (TVM's dual consumer: ``relu(conv2d(x, w) * s)``
+read by two convolutions that each have a scale after them folds all three).
 
 **Forward** (a scale *before* the weighted op moves into its input channels)::
 
-    conv2d(relu(multiply(x, s)), w)  ->  conv2d(relu(x), w * s[I axis])   (s > 0)
-    conv2d(multiply(x, s), w)        ->  conv2d(x, w * s[I axis])
-    dense(multiply(x, s), w)         ->  dense(x, w * s[None, :])
+    conv2d(relu(multiply(x, s)), w)     ->  conv2d(relu(x), w * s[I axis])   (s > 0)
+    conv2d(add(multiply(x, s), b), w)   ->  conv2d(add(x, b / s), w * s[I axis])
+    dense(multiply(x, s), w)            ->  dense(x, w * s[None, :])
 
-From the data argument of a conv2d / dense the pass walks down a chain of
-single-use ``nn.relu`` (needs ``s > 0``), ``nn.bias_add`` and ``add`` /
-``subtract`` of a constant (TVM's ``relu(x * s + b)`` form: the constant
-becomes ``b / s``, which needs ``s != 0``) to a per-channel ``multiply``, which
-disappears. Grouped and depthwise convolutions are handled by scaling each
-weight entry with the scale of the input channel it reads.
+From the data argument of each conv2d / dense the pass asks down a chain of
+``nn.relu`` / ``nn.leaky_relu`` (needs ``s > 0``), ``nn.bias_add`` and ``add`` /
+``subtract`` of a bias (TVM's ``relu(x * s + b)`` form: the bias becomes
+``b / s``, which needs ``s != 0``) for a per-channel ``multiply``, which
+disappears. A value on the way may have several users when *all* of them ask
+for the same axis (TVM's dual path: ``relu(x * s) - b`` read by two
+convolutions folds ``s`` into both weights); a value also read by anything
+else keeps its meaning. Grouped and depthwise convolutions are handled by
+scaling each weight entry with the scale of the input channel it reads.
 
-New weights: a ``Constant`` weight (or bias) becomes a new ``Constant``
-computed with numpy in its own dtype (float16 in float32; weights are big and
-a product rounded once is within an ulp of the exact one); anything else gets
-a ``multiply`` by a constant factor, which ``FoldConstant`` (run after this
-pass in the default pipeline) folds. SimplifyExpr runs before this pass in the
-default pipeline and leaves a chain of constant affine ops after a conv2d as
+A *bias* is the other operand of an ``add`` / ``subtract``: a constant of any
+shape, or any other float tensor that varies along the channel axis only (a
+parameter ``b`` of shape ``(C, 1, 1)``, ``expand_dims(b, 1, 2)``, ...), as in
+TVM; it must not broadcast the result to a bigger shape.
+
+New weights and biases: a ``Constant`` becomes a new ``Constant`` computed with
+numpy in its own dtype (float16 in float32; weights are big and a product
+rounded once is within an ulp of the exact one); anything else becomes
+``multiply(w, factor)`` (``divide(b, factor)`` for a forward bias) with a
+constant ``factor`` shaped to broadcast along the channel axis, which
+``FoldConstant`` (run after this pass in the default pipeline) folds when ``w``
+is a constant expression. SimplifyExpr runs before this pass in the default
+pipeline and leaves a chain of constant affine ops after a conv2d as
 ``conv2d -> multiply -> add``, so batch norms followed by a per-channel
 ``Mul``/``Add`` (caffe2-exported ONNX models) fold completely.
 
-The pass never fires on integer tensors, on non-finite scales, on a conv2d /
-dense whose ``out_dtype`` differs from its input dtype, on a constant that
-would broadcast the result to a bigger shape, or where a shape would change.
+The pass never fires on integer tensors, on scales that are not constants or
+not finite, on a conv2d / dense whose ``out_dtype`` differs from its input
+dtype, on a bias that would broadcast the result to a bigger shape, or where a
+shape would change.
 
 Cost: each pass first scans the function (closures included) for a conv2d /
 dense and returns it as it is if there is none; else it makes one post-order
-list of the function while counting uses, computes what can be scaled
+list of the function while counting uses. Backward computes what can be scaled
 bottom-up and the scale requests top-down (a node receives a request only from
-its single user), and rewrites with one memoizing
-:class:`~irpass.ir.ExprMutator`: linear in the size of the function and
-iterative at any depth.
+its single user); forward sends the requests top-down (a value takes the meet
+of its users' requests, and none unless every user sent one) and the scales
+bottom-up. Both rewrite with one memoizing :class:`~irpass.ir.ExprMutator`:
+linear in the size of the function and iterative at any depth.
 """
 
 from __future__ import annotations
@@ -94,6 +108,9 @@ CONFIG_OPTIONS: list[ConfigOption] = []
 
 _FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 _ADDITIVE = frozenset({"add", "subtract"})
+# Positively homogeneous ops: f(a * s) == f(a) * s for every s > 0, so a scale crosses them
+# when all its entries are positive (TVM lets it cross these two).
+_HOMOGENEOUS = frozenset({"nn.relu", "nn.leaky_relu"})
 _WEIGHTED = frozenset({"nn.conv2d", "nn.dense"})
 # Node kinds with sub-expressions (the rest are leaves: vars, constants, global vars, ops).
 _INNER = frozenset({Call, Tuple, TupleGetItem, Let, If, Function})
@@ -260,6 +277,34 @@ def _scaled(expr: Expr, factor: np.ndarray, dtype: str) -> Expr:
     return Call(Op.get("multiply"), [expr, Constant(factor.astype(dtype))])
 
 
+def _divided(expr: Expr, factor: np.ndarray, dtype: str) -> Expr:
+    """``expr / factor``: a new constant when ``expr`` is one, else a ``divide`` call
+    (which FoldConstant folds when ``expr`` is a constant expression)."""
+    if type(expr) is Constant:
+        wide = np.promote_types(dtype, np.float32)
+        quotient = np.divide(expr.data, factor.astype(wide), dtype=wide)
+        return Constant(quotient.astype(dtype, copy=False))
+    return Call(Op.get("divide"), [expr, Constant(factor.astype(dtype))])
+
+
+def _bias_ok(bias: Expr, axis: int, rank: int) -> bool:
+    """Whether ``bias``, the operand of an ``add`` / ``subtract`` beside the scaled value
+    (of rank ``rank``, scaled along ``axis``), can take the scale itself.
+
+    A constant of any shape that broadcasts within the rank can (the new one is computed
+    here); any other float tensor must vary along ``axis`` only, as TVM requires, so the
+    ``multiply`` / ``divide`` left on it acts on one value per channel, not on a full
+    tensor at run time.
+    """
+    if type(bias) is Constant:
+        return bias.data.ndim <= rank
+    ty = _float_tensor(bias)
+    if ty is None or ty.ndim > rank:
+        return False
+    offset = rank - ty.ndim
+    return all(d == 1 for j, d in enumerate(ty.shape) if j + offset != axis)
+
+
 def _weighted_ok(call: Call) -> TensorType | None:
     """The float output type of a conv2d / dense whose output dtype is its input dtype."""
     out = _float_tensor(call)
@@ -357,7 +402,7 @@ class _Backward:
         if name == "nn.dense":
             out = _weighted_ok(call)
             return None if out is None else _Scalable(out.ndim - 1, out.ndim, False)
-        if name == "nn.relu":
+        if name in _HOMOGENEOUS:
             inner = self.arg_info(call.args[0])
             if inner is None:
                 return None
@@ -381,22 +426,25 @@ class _Backward:
             return None
         a, b = call.args
         ia, ib = self.arg_info(a), self.arg_info(b)
-        if ia is not None and ib is not None:
-            if ia[:2] != ib[:2] or _tensor_type(a) != out or _tensor_type(b) != out:
-                return None
-            self.into[call] = (0, 1)
+        if (
+            ia is not None
+            and ib is not None
+            and ia[:2] == ib[:2]
+            and _tensor_type(a) == out
+            and _tensor_type(b) == out
+        ):
+            self.into[call] = (0, 1)  # both branches take the scale: no multiply is left
             return ia._replace(positive=ia.positive or ib.positive)
-        side = _scalar_side(call)
-        if side is None:
-            return None
-        index, const = side
-        inner = ia if index == 0 else ib
-        if inner is None or _tensor_type(call.args[index]) != out:
-            return None
-        if const.data.ndim > inner.rank:
-            return None
-        self.into[call] = (index,)
-        return inner
+        for index, inner in ((0, ia), (1, ib)):
+            # one branch takes the scale, the other operand is scaled by a multiply
+            if (
+                inner is not None
+                and _tensor_type(call.args[index]) == out
+                and _bias_ok(call.args[1 - index], inner.axis, inner.rank)
+            ):
+                self.into[call] = (index,)
+                return inner
+        return None
 
     def scalable_multiply(self, call: Call) -> _Scalable | None:
         out = _float_tensor(call)
@@ -463,12 +511,18 @@ class _Backward:
         return None  # relu, or an add whose both sides take the scale
 
 
-def _replace_arg(index: int, factor: np.ndarray, dtype: str) -> _Edit:
-    """An edit scaling argument ``index`` of a binary call by ``factor``."""
+def _replace_arg(
+    index: int,
+    factor: np.ndarray,
+    dtype: str,
+    apply: Callable[[Expr, np.ndarray, str], Expr] = _scaled,
+) -> _Edit:
+    """An edit scaling argument ``index`` of a binary call by ``factor`` (``apply`` is
+    :func:`_scaled`, or :func:`_divided` to divide it)."""
 
     def edit(new: Call) -> Expr:
         args = list(new.args)
-        args[index] = _scaled(args[index], factor, dtype)
+        args[index] = apply(args[index], factor, dtype)
         return Call(new.op, args, new.attrs)
 
     return edit
@@ -477,103 +531,177 @@ def _replace_arg(index: int, factor: np.ndarray, dtype: str) -> _Edit:
 # -- forward -------------------------------------------------------------------------------------
 
 
+# What every user of a value accepts, ``(axis, rank, positive, divides)``: a per-channel
+# scale along ``axis`` of the rank-``rank`` value may be taken out of it and into the
+# weights further up, if every entry is > 0 when ``positive`` (a relu is on the way) and
+# none is 0 when ``divides`` (a bias on the way becomes ``b / s``). A plain tuple: one is
+# built per node on the way.
+_Request = tuple[int, int, bool, bool]
+
+
 class _Forward:
-    """Plans and applies the forward folding of one function."""
+    """Plans and applies the forward folding of one function.
+
+    As in TVM, requests travel from the users down to the values they read (users
+    first), then the scale travels back up: a value takes part only when *every* one of
+    its users asked for the same axis (so a value read by two convolutions folds into
+    both, and one also read by anything else never changes).
+    """
 
     def __init__(self, func: Function) -> None:
         self.graph = _Graph(func)
-        self.forward: dict[Expr, int] = {}
-        self.edits: dict[Expr, _Edit] = {}
+        # the var a let binds each value to (followed when the value has no other user)
+        self.binder: dict[Expr, Var] = {v: k for k, v in self.graph.let_value.items()}
+        # per value: how many users sent a request, and the meet of them (None: they disagree)
+        self.received: dict[Expr, tuple[int, _Request | None]] = {}
+        self.through: dict[Expr, tuple[int, _Request]] = {}  # index of the scaled argument
+        self.folds: dict[Expr, tuple[int, np.ndarray]] = {}  # multiply -> data index, scale
 
     def run(self, func: Function) -> Function:
         if not self.graph.weighted:
             return func
-        for node in self.graph.order:
-            name = _op_name(node)
-            if name in ("nn.conv2d", "nn.dense"):
-                self.fold_into(node, name)
-        if not self.forward:
+        self.request()
+        if not self.folds:
             return func
-        return _Rewriter(self.forward, self.edits).visit(func)
+        forward, edits = self.plan()
+        return _Rewriter(forward, edits).visit(func)
 
-    def fold_into(self, call: Call, name: str) -> None:
-        """Find ``multiply(x, s)`` below the data of ``call`` and plan folding ``s`` into it."""
-        out = _weighted_ok(call)
+    # top-down: what each value's users accept
+    def send(self, node: Expr, req: _Request) -> None:
+        received = self.received
+        got = received.get(node)
+        if got is None:
+            received[node] = (1, req)
+            return
+        count, old = got
+        if old is None or old[0] != req[0] or old[1] != req[1]:
+            received[node] = (count + 1, None)  # the users disagree on the axis
+        else:
+            received[node] = (count + 1, (old[0], old[1], old[2] or req[2], old[3] or req[3]))
+
+    def request(self) -> None:
+        uses, binder, received = self.graph.uses, self.binder, self.received
+        for node in reversed(self.graph.order):
+            if type(node) is not Call or type(node.op) is not Op:
+                continue
+            name = node.op.name
+            if name in _WEIGHTED:
+                self.consume(node, name)
+                continue
+            # the request on the node if every user sent one (a let's value with no other
+            # user stands for its var, transitively)
+            key = node
+            while key in binder and uses[key] == 1:
+                key = binder[key]
+            got = received.get(key)
+            if got is None or got[1] is None or got[0] != uses[key]:
+                continue
+            axis, rank, positive, divides = got[1]
+            if name in _HOMOGENEOUS:
+                self.pass_to(node, 0, (axis, rank, True, divides))
+            elif name == "nn.bias_add":
+                if node.attrs["axis"] % rank == axis:
+                    self.pass_to(node, 0, (axis, rank, positive, True))
+            elif name in _ADDITIVE:
+                out = _float_tensor(node)
+                if out is None:
+                    continue
+                for index in (0, 1):  # like TVM, the left operand is tried first
+                    data = node.args[index]
+                    if (
+                        type(data) is not Constant
+                        and _tensor_type(data) == out
+                        and _bias_ok(node.args[1 - index], axis, rank)
+                    ):
+                        self.pass_to(node, index, (axis, rank, positive, True))
+                        break
+            elif name == "multiply":
+                self.fold_multiply(node, got[1])
+
+    def consume(self, call: Call, name: str) -> None:
+        """A conv2d / dense asks its data for a scale along the input channel axis."""
         data_type = _tensor_type(call.args[0])
-        if out is None or data_type is None:
+        if _weighted_ok(call) is None or data_type is None:
             return
         rank = data_type.ndim
         axis = call.attrs["data_layout"].index("C") if name == "nn.conv2d" else rank - 1
-        found = self.find_multiply(call.args[0], data_type, axis)
-        if found is None:
+        self.send(call.args[0], (axis, rank, False, False))
+
+    def pass_to(self, call: Call, index: int, req: _Request) -> None:
+        """``call`` can carry a scale of argument ``index`` to its users: ask that argument."""
+        self.through[call] = (index, req)
+        self.send(call.args[index], req)
+
+    def fold_multiply(self, call: Call, req: _Request) -> None:
+        """Plan removing ``multiply(x, s)`` when ``s`` is per-channel along the requested axis."""
+        out = _float_tensor(call)
+        side = _scalar_side(call)
+        if out is None or side is None:
             return
-        node, index, vec, biases, needs_positive = found
-        if needs_positive and not (vec > 0).all():
+        index, const = side
+        if _tensor_type(call.args[index]) != out:
+            return
+        axis, rank, positive, divides = req
+        vec = _channel_vector(const, rank, axis, out.shape[axis])
+        if vec is None:
+            return
+        if positive and not (vec > 0).all():
             return  # relu(x * s) != relu(x) * s unless s > 0
-        if biases and not (vec != 0).all():
+        if divides and not (vec != 0).all():
             return  # a bias would become b / s
-        self.forward[node] = index
-        dtype = data_type.dtype
-        inverse = _trailing(1.0 / vec, axis, rank) if biases else None
-        for add_like, arg in biases:
-            factor = inverse if add_like.op.name != "nn.bias_add" else 1.0 / vec
-            self.edits[add_like] = _replace_arg(arg, factor, dtype)
-        if name == "nn.dense":
-            factor = vec[None, :]
-        else:
-            factor = _input_channel_factor(vec, call)
-        self.edits[call] = _replace_arg(1, factor, dtype)
+        self.folds[call] = (index, vec)
 
-    def find_multiply(
-        self, node: Expr, data_type: TensorType, axis: int
-    ) -> tuple[Call, int, np.ndarray, list[tuple[Call, int]], bool] | None:
-        """Walk single-use relu / bias_add / add / subtract (of a constant) down from ``node``
-        to a ``multiply`` by a constant per-channel along ``axis``.
-
-        Returns ``(multiply, index of its data argument, channel scale, [(add-like call,
-        index of its constant)], whether a relu is on the way)``, or ``None``.
-        """
-        graph = self.graph
-        rank = data_type.ndim
-        biases: list[tuple[Call, int]] = []
-        needs_positive = False
-        while True:
-            if not graph.single_use(node):
-                return None
-            if type(node) is Var:
-                value = graph.bound_value(node)
-                if value is None:
-                    return None
-                node = value
+    # bottom-up: the scale each value now lacks, and the edits that make up for it
+    def plan(self) -> tuple[dict[Expr, int], dict[Expr, _Edit]]:
+        uses, binder, folds, through = self.graph.uses, self.binder, self.folds, self.through
+        scaled: dict[Expr, np.ndarray] = {}
+        forward: dict[Expr, int] = {}
+        edits: dict[Expr, _Edit] = {}
+        for node in self.graph.order:
+            if type(node) is not Call:
                 continue
-            op = _op_name(node)
-            if op is None or _tensor_type(node) != data_type:
-                return None
-            if op == "nn.relu":
-                needs_positive = True
-                node = node.args[0]
-                continue
-            if op == "nn.bias_add":
-                if node.attrs["axis"] % rank != axis:
-                    return None
-                biases.append((node, 1))
-                node = node.args[0]
-                continue
-            if op not in _ADDITIVE and op != "multiply":
-                return None
-            side = _scalar_side(node)
-            if side is None or _tensor_type(node.args[side[0]]) != data_type:
-                return None
-            index, const = side
-            if op == "multiply":
-                vec = _channel_vector(const, rank, axis, data_type.shape[axis])
+            if node in folds:
+                index, vec = folds[node]
+                forward[node] = index
+            elif node in through:
+                index, req = through[node]
+                vec = scaled.get(node.args[index])
                 if vec is None:
-                    return None
-                return node, index, vec, biases, needs_positive
-            if const.data.ndim > rank:
-                return None
-            biases.append((node, 1 - index))
-            node = node.args[index]
+                    continue
+                edit = _bias_edit(node, index, vec, req)
+                if edit is not None:
+                    edits[node] = edit
+            else:
+                name = _op_name(node)
+                if name in _WEIGHTED:
+                    vec = scaled.get(node.args[0])
+                    if vec is not None:
+                        edits[node] = _weight_edit(node, name, vec)
+                continue
+            # `node` now computes its old value divided by `vec`; so do the vars bound to it
+            scaled[node] = vec
+            while node in binder and uses[node] == 1:
+                node = binder[node]
+                scaled[node] = vec
+        return forward, edits
+
+
+def _bias_edit(call: Call, index: int, vec: np.ndarray, req: _Request) -> _Edit | None:
+    """How an op carrying the scale ``vec`` of argument ``index`` makes up for it."""
+    name = call.op.name
+    if name in _HOMOGENEOUS:
+        return None
+    dtype = _tensor_type(call).dtype
+    if name == "nn.bias_add":
+        return _replace_arg(1, vec, dtype, _divided)
+    return _replace_arg(1 - index, _trailing(vec, req[0], req[1]), dtype, _divided)
+
+
+def _weight_edit(call: Call, name: str, vec: np.ndarray) -> _Edit:
+    """How a conv2d / dense whose data lost the scale ``vec`` takes it into its weight."""
+    dtype = _tensor_type(call.args[0]).dtype
+    factor = vec[None, :] if name == "nn.dense" else _input_channel_factor(vec, call)
+    return _replace_arg(1, factor, dtype)
 
 
 def _input_channel_factor(vec: np.ndarray, conv: Call) -> np.ndarray:
