@@ -49,7 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_std_passes as bench  # noqa: E402  (the workloads and the pass set)
-from irpass.transform import PassContext  # noqa: E402
+from irpass.transform import PassContext, Sequential  # noqa: E402
 
 #: The C function the child runs each pass inside; no pass may call it itself.
 WRAPPER = "functools_reduce"
@@ -68,7 +68,8 @@ def child(workload: str, n: int, copies: int, passes: list[str]) -> None:
     mod = bench.typed(wl.build(n))
     tiny = wl.build(4)
     for name in passes:
-        p = bench.make_pass(name)
+        # in a Sequential, as users run it: the pass's requirements (InferType) run too
+        p = Sequential([bench.make_pass(name)], name="count")
         with PassContext(opt_level=3):
             p(bench.fresh(tiny))  # warm up outside the counted region
             inputs = [bench.fresh(mod) for _ in range(copies)]

@@ -68,6 +68,7 @@ from irpass.ir.nodes import const
 from irpass.transform import (
     Pass,
     PassContext,
+    Sequential,
     function_pass,
     get_pass,
     get_pass_entry,
@@ -249,6 +250,8 @@ def fresh(mod: IRModule) -> IRModule:
 def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[float, IRModule]:
     """Seconds per run of ``p`` over ``copies`` fresh copies of ``mod``, and one result.
 
+    ``p`` runs as users run it, inside a ``Sequential``: only a Sequential runs
+    the passes a pass requires (its InferType), unless ``ctx`` disables them.
     The results are kept until the clock has stopped, so freeing them is not
     timed (as it is not for a single run). Everything alive before the sample
     (the workload graphs, earlier samples' leftovers) is frozen out of the
@@ -257,6 +260,7 @@ def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[floa
     whose construction is timed separately.
     """
     inputs = [fresh(mod) for _ in range(copies)]
+    run = Sequential([p], name="bench")
     results = []
     gc.collect()
     gc.freeze()
@@ -264,7 +268,7 @@ def time_batch(p: Pass, mod: IRModule, copies: int, **ctx: object) -> tuple[floa
         with PassContext(**ctx):
             start = CLOCK()
             for m in inputs:
-                results.append(p(m))
+                results.append(run(m))
             seconds = CLOCK() - start
     finally:
         gc.unfreeze()
