@@ -272,9 +272,20 @@ def test_shape_of_after_infer_type_and_in_a_closure():
     out = fold_module(mod)
     y2 = var("y", shape=(1, 5))
     expected_inner = Function([y2], const(np.array([1.0, 5.0], "float32")))
-    assert_structural_equal(
-        out["main"], Function([x], Call(expected_inner, [const(np.zeros((1, 5), "float32"))]))
-    )
+    expected = Function([x], Call(expected_inner, [const(np.zeros((1, 5), "float32"))]))
+    # typed like the input, which InferType annotated (ret_type of both functions)
+    assert_structural_equal(out["main"], infer_type(expected))
+
+
+def test_shape_of_folding_keeps_the_functions_annotations():
+    # Types are inferred for shape_of only; a function without ret_type keeps none (as
+    # when nothing needs a type), one with a ret_type keeps it, and both fold.
+    x = var("x", shape=(2, 3))
+    for ret_type in (None, TensorType((2,), "float32")):
+        before = Function([x], op.shape_of(x, "float32"), ret_type)
+        out = fold(before)
+        assert out.ret_type == ret_type
+        assert_structural_equal(out.body, const(np.array([2.0, 3.0], "float32")))
 
 
 def test_shape_of_when_type_inference_returns_a_copy():

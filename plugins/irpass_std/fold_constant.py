@@ -21,7 +21,8 @@ every function except those marked ``Primitive``:
   when the other fields are constants, variables or function literals (their
   evaluation has no effect, so dropping them is safe); with all fields
   constant this is the "TupleGetItem of a constant tuple" rule.
-* **shape_of.** ``shape_of(x)`` becomes the constant shape of ``x``. Shapes
+* **shape_of.** ``shape_of(x, dtype)`` becomes the constant shape of ``x`` in
+  ``dtype`` (any dtype: ``"float32"`` gives a float32 constant, as in TVM). Shapes
   are static in irpass, so this needs only ``x``'s type: types are inferred
   (``irpass.ir.infer_type``) lazily, the first time a ``shape_of`` of a
   non-constant is met, so functions without one pay nothing for it.
@@ -81,6 +82,7 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.ir.types import NUMPY_DTYPES
+from irpass.op.create import shape_value
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
@@ -157,6 +159,19 @@ def fold_constant(
         for message, expr in warnings:
             report(message, expr)
     return out
+
+
+def _annotated_copy(typed: Expr, root: Expr) -> bool:
+    """Whether ``typed`` (what ``infer_type`` returned for ``root``) is ``root`` with a
+    ``ret_type`` filled in only: its body is ``root``'s, whose nodes then carry the types,
+    so folding goes on without starting again (and the result keeps ``root``'s
+    annotations, as when nothing needs a type)."""
+    return (
+        type(typed) is Function
+        and type(root) is Function
+        and typed.body is root.body
+        and typed.params == root.params
+    )
 
 
 class _Retyped(Exception):
@@ -528,8 +543,7 @@ class _Folder:
             return None
         if self.max_elements is not None and len(ty.shape) > self.max_elements:
             return None
-        dtype = NUMPY_DTYPES[call.attrs["dtype"]]
-        return Constant(np.array(ty.shape, dtype=dtype).reshape(len(ty.shape)))
+        return Constant(shape_value(ty.shape, call.attrs["dtype"]))
 
     def _type_of(self, expr: Expr, call: Call) -> Type | None:
         """The inferred type of ``expr`` (an original node), inferring types on first use."""
@@ -540,7 +554,7 @@ class _Folder:
                 self.typed = False
                 self._warn(f"the type of its argument is unknown (ill-typed: {exc})", call)
                 return None
-            if typed is not self.root:
+            if typed is not self.root and not _annotated_copy(typed, self.root):
                 raise _Retyped(typed)
             self.typed = True
         if not self.typed:

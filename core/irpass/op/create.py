@@ -3,7 +3,9 @@
 
 ``zeros`` and ``ones`` take no inputs (shape and dtype are attributes);
 ``full`` takes its fill value as a scalar input expression, as in Relay, and
-its ``dtype`` defaults to the fill value's.
+its ``dtype`` defaults to the fill value's. ``shape_of`` gives the shape in
+any dtype the IR knows, as TVM's does (``shape_of(x, "float32")`` is a float
+tensor); :func:`shape_value` computes it, for the kernel and for FoldConstant.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import numpy as np
 from ..ir.attrs import Attrs
 from ..ir.nodes import Call
 from ..ir.op import AttrField, Op, OpPattern, attr_dtype, attr_ints, attr_optional_dtype
-from ..ir.types import TensorType, Type
-from ._common import INT_DTYPES, make_call, register, tensor_arg
+from ..ir.types import NUMPY_DTYPES, TensorType, Type
+from ._common import make_call, register, tensor_arg
 
 __all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of"]
 
@@ -28,14 +30,6 @@ def _attr_shape(value: Any, where: str) -> tuple[int, ...]:
         if d < 0:
             raise ValueError(f"{where}[{i}] must be >= 0, got {d}")
     return dims
-
-
-def _attr_int_dtype(value: Any, where: str) -> str:
-    """An integer dtype name."""
-    dtype = attr_dtype(value, where)
-    if dtype not in INT_DTYPES:
-        raise ValueError(f"{where} must be an integer dtype, got {dtype!r}")
-    return dtype
 
 
 def _const_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -150,8 +144,19 @@ def _shape_of_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType((data.ndim,), attrs["dtype"])
 
 
+def shape_value(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """What ``shape_of`` gives for a tensor of ``shape``: a 1-D array of ``dtype``.
+
+    Each dim is converted as a cast from int64 converts it (TVM's kernel casts too):
+    it wraps around in an integer dtype too narrow for it, becomes the nearest float
+    (``inf`` beyond float16's range) and ``True`` in bool unless it is 0.
+    """
+    with np.errstate(over="ignore"):  # float16 overflow: inf, as a cast gives
+        return np.array(shape, dtype=np.int64).reshape(len(shape)).astype(NUMPY_DTYPES[dtype])
+
+
 def _shape_of_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-    return np.array(args[0].shape, dtype=attrs["dtype"]).reshape(args[0].ndim)
+    return shape_value(args[0].shape, attrs["dtype"])
 
 
 register(
@@ -160,11 +165,12 @@ register(
     type_rel=_shape_of_rel,
     kernel=_shape_of_kernel,
     pattern=OpPattern.OPAQUE,
-    attrs=(AttrField("dtype", _attr_int_dtype, "int32", doc="An integer dtype."),),
-    doc="The shape of ``data`` as a 1-D integer tensor.",
+    attrs=(AttrField("dtype", attr_dtype, "int32", doc="The dtype of the result (any)."),),
+    doc="The shape of ``data`` as a 1-D tensor of ``dtype``.",
 )
 
 
 def shape_of(data: Any, dtype: Any = "int32") -> Call:
-    """The shape of ``data`` as a 1-D tensor of ``dtype``."""
+    """The shape of ``data`` as a 1-D tensor of ``dtype`` (any dtype, as in TVM: each dim
+    converted as a cast converts it, see :func:`shape_value`)."""
     return make_call("shape_of", [data], ["data"], dtype=dtype)
