@@ -13,6 +13,7 @@ from irpass.ir import Function, IRModule, Op, list_ops, var
 from irpass.testing import random_inputs
 from irpass_onnx import OnnxExportError
 from irpass_onnx.export import supported_ops, to_onnx
+from irpass_onnx.testing import assert_outputs_close
 from irpass_onnx.testing import run_onnxruntime as run_ort
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -33,7 +34,7 @@ def check_export(mod: IRModule, opset: int = 17, inputs: dict | None = None,
     for g, e in zip(got, expected, strict=True):
         e = np.asarray(e)
         assert g.shape == e.shape and g.dtype == e.dtype
-        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+        assert_outputs_close([g], [e], rtol=rtol, atol=atol, scaled_atol=atol)
     return model
 
 

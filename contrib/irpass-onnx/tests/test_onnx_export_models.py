@@ -28,7 +28,7 @@ from irpass.ir.types import TensorType
 from irpass.testing import models, random_inputs
 from irpass_onnx import OnnxExportError
 from irpass_onnx.export import save_onnx, to_onnx
-from irpass_onnx.testing import optimize_o3
+from irpass_onnx.testing import assert_outputs_close, optimize_o3
 from irpass_onnx.testing import run_onnxruntime as run_ort
 
 rng = np.random.default_rng(0)
@@ -42,7 +42,7 @@ def check_export(mod: IRModule, opset: int = 17, rtol: float = 1e-5, atol: float
     expected = flat(irpass.evaluate(mod, **inputs))
     got = run_ort(model, inputs)
     for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, np.asarray(e), rtol=rtol, atol=atol)
+        assert_outputs_close([g], [np.asarray(e)], rtol=rtol, atol=atol, scaled_atol=atol)
     return model
 
 

@@ -13,6 +13,7 @@ import onnx
 import pytest
 from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx
 from irpass_onnx.testing import (
+    SCALED_ATOL,
     ModelRun,
     RealModel,
     assert_outputs_close,
@@ -99,7 +100,7 @@ def run(request) -> PytorchRun:
 
 def _close(run: PytorchRun, actual: list[np.ndarray], what: str) -> None:
     assert_outputs_close(actual, run.reference, rtol=run.case.rtol, atol=run.case.atol,
-                         what=f"{run.case.id}: {what}")
+                         scaled_atol=SCALED_ATOL, what=f"{run.case.id}: {what}")
 
 
 _PARAMS = {"argnames": "run", "argvalues": SUPPORTED, "ids": [m.id for m in SUPPORTED],

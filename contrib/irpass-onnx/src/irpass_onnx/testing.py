@@ -14,6 +14,22 @@ Because the light models' weights are constant, their reference outputs prove li
 logit is equal); :func:`randomize_weights` gives a copy with seeded random weights of the same
 shapes, to be compared with :func:`run_onnxruntime` instead.
 
+**Well-conditioned comparisons.** The light models' logits are about 1e10 and all equal: one
+float32 ulp there is 1024, so a different summation order in a convolution (another BLAS,
+another CPU) moves them by a few ulps, and the final softmax turns that into probabilities of
+0 or 1/32 instead of 1/1000. Comparing those probabilities tests the summation order, not the
+import. So the comparisons here are made where they are well conditioned:
+
+- before the softmax: :func:`logits_model` cuts a model at the input of its final softmax, and
+  :func:`check_softmax_reference` compares logits with a shipped softmax output in log space;
+- with a tolerance relative to the magnitude of the values: ``scaled_atol`` in
+  :func:`check_outputs_close` is an absolute error allowed per unit of the output's largest
+  magnitude (:data:`SCALED_ATOL`), since the rounding error of a sum scales with its terms, not
+  with the result (an element near zero is as uncertain as its neighbours);
+
+and each stays able to catch a real error: :func:`perturb_weight` makes one weight of a
+module 1% off, which the same comparison must reject.
+
 ``onnxruntime`` is imported only by :func:`run_onnxruntime` (it is in the pack's ``test``
 extra, not a dependency).
 """
@@ -38,6 +54,7 @@ __all__ = [
     "DEFAULT_ATOL",
     "RANDOM_RTOL",
     "RANDOM_ATOL",
+    "SCALED_ATOL",
     "RealModel",
     "backend_data_dir",
     "light_models",
@@ -48,12 +65,15 @@ __all__ = [
     "read_tensor",
     "light_tolerances",
     "randomize_weights",
+    "logits_model",
+    "perturb_weight",
     "run_onnxruntime",
     "output_list",
     "max_abs_error",
     "max_error_ratio",
     "check_outputs_close",
     "assert_outputs_close",
+    "check_softmax_reference",
     "onnx_node_count",
     "evaluate_irpass",
     "cached_step",
@@ -76,9 +96,14 @@ ONNXSIM_NODE_COUNTS: dict[str, int] = {
 #: The onnx test runner's tolerances when a model has no ``data.json``.
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-7
-#: The tolerances of the random-weights check (float32 against onnxruntime).
+#: The tolerances of the random-weights check (float32 against onnxruntime); the tests pair
+#: ``RANDOM_RTOL`` with :data:`SCALED_ATOL` instead of the absolute ``RANDOM_ATOL``.
 RANDOM_RTOL = 1e-3
 RANDOM_ATOL = 1e-5
+#: Rounding allowed in any comparison with a reference, per unit of the output's largest
+#: magnitude (``scaled_atol`` of :func:`check_outputs_close`): float32 sums of a few thousand
+#: terms, in any order, stay well within it; a weight 1% off does not.
+SCALED_ATOL = 1e-5
 
 _PYTORCH_KINDS = ("pytorch-converted", "pytorch-operator")
 
@@ -519,6 +544,82 @@ def _randomized(model: ModelProto, seed: int) -> ModelProto:
     return out
 
 
+# -- cutting and perturbing -----------------------------------------------------------------
+
+
+def logits_model(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` cut before its final softmax: each graph output computed by a
+    ``Softmax`` node is replaced by that node's input (the logits, same name as in the model,
+    shape left to the runtime) and the node is removed. Outputs computed otherwise stay.
+
+    The softmax saturates on large logits (see the module docstring): comparisons made on
+    the logits, with a tolerance relative to their magnitude, do not depend on the summation
+    order that rounded them. ``model`` itself is not changed.
+    """
+    out = ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    producer = {name: node for node in graph.node for name in node.output}
+    outputs = {vi.name for vi in graph.output}
+    cut = []
+    for vi in graph.output:
+        node = producer.get(vi.name)
+        if node is None or node.op_type != "Softmax" or node.domain not in ("", "ai.onnx"):
+            continue
+        logits = node.input[0]
+        vi.CopyFrom(helper.make_empty_tensor_value_info(logits))
+        if logits in outputs:
+            raise ValueError(f"cannot cut before the softmax {node.name!r}: its input "
+                             f"{logits!r} is a graph output already")
+        cut.append(node)
+    still_read = {name for node in graph.node if all(node is not c for c in cut)
+                  for name in node.input}
+    kept = [node for node in graph.node
+            if all(node is not c for c in cut) or any(o in still_read for o in node.output)]
+    del graph.node[:]
+    graph.node.extend(kept)
+    return out
+
+
+def perturb_weight(mod: Any, op_name: str, arg: int = 1, index: int = 0,
+                   factor: float = 1.01) -> Any:
+    """A copy of ``mod`` (an :class:`irpass.IRModule`) in which the ``index``-th call of
+    ``op_name`` in ``@main`` (children first: 0 is the one nearest the inputs) has its
+    constant argument ``arg`` multiplied by ``factor``: one weight 1% off by default, e.g.
+    a batch norm's scale (``"nn.batch_norm"``, arg 1) or a conv's kernel (``"nn.conv2d"``,
+    arg 1). The error a comparison must still catch. ``LookupError`` if there is no such
+    call or the argument is not a constant."""
+    from irpass.ir import Call, Constant, ExprMutator, Op, const
+
+    class _Perturb(ExprMutator):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen = 0
+            self.done = False
+
+        def visit_call(self, call: Any) -> Any:
+            new = super().visit_call(call)
+            if type(new.op) is Op and new.op.name == op_name:
+                if self.seen == index:
+                    weight = new.args[arg] if arg < len(new.args) else None
+                    if not isinstance(weight, Constant):
+                        raise LookupError(f"argument {arg} of {op_name} call {index} is not "
+                                          "a constant")
+                    data = weight.data
+                    args = list(new.args)
+                    args[arg] = const((data * np.asarray(factor, data.dtype)).astype(data.dtype))
+                    new = Call(new.op, args, new.attrs)
+                    self.done = True
+                self.seen += 1
+            return new
+
+    mutator = _Perturb()
+    main = mutator.visit(mod["main"])
+    if not mutator.done:
+        raise LookupError(f"@main has {mutator.seen} call(s) of {op_name}, no call {index}")
+    return mod.with_function("main", main)
+
+
 # -- running and comparing ------------------------------------------------------------------
 
 def run_onnxruntime(
@@ -585,30 +686,55 @@ def max_abs_error(actual: Sequence[Any], expected: Sequence[Any]) -> float:
     worst = 0.0
     for a, e in _pairs(actual, expected):
         if a.size:
-            diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
+            with np.errstate(invalid="ignore"):  # inf - inf
+                diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
             both_nan = np.isnan(a) & np.isnan(e) if a.dtype.kind == "f" else False
             diff = np.where(both_nan, 0.0, diff)
             worst = max(worst, float(np.max(diff)))
     return worst
 
 
+def _tolerance(e: np.ndarray, rtol: float, atol: float, scaled_atol: float) -> np.ndarray:
+    """The allowed absolute error of each element of ``e`` (float64)."""
+    scale = float(np.nanmax(np.abs(e[np.isfinite(e)]))) if np.isfinite(e).any() else 0.0
+    return atol + scaled_atol * scale + rtol * np.abs(e)
+
+
+def _close(a: np.ndarray, e: np.ndarray, rtol: float, atol: float,
+           scaled_atol: float) -> np.ndarray:
+    """Elementwise: ``|a - e| <= atol + scaled_atol * max|e| + rtol * |e|`` (NaNs and equal
+    infinities match)."""
+    a64, e64 = a.astype(np.float64), e.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(a64 - e64) <= _tolerance(e64, rtol, atol, scaled_atol)
+    return close | (a64 == e64) | (np.isnan(a64) & np.isnan(e64))
+
+
 def max_error_ratio(actual: Sequence[Any], expected: Sequence[Any],
-                    rtol: float, atol: float) -> float:
-    """``max |a - e| / (atol + rtol * |e|)`` over all outputs: at most 1 means
-    ``numpy.allclose(a, e, rtol, atol)`` holds for every output."""
+                    rtol: float, atol: float, scaled_atol: float = 0.0) -> float:
+    """``max |a - e| / (atol + scaled_atol * max|e| + rtol * |e|)`` over all outputs: at most
+    1 means :func:`check_outputs_close` with these tolerances passes for every output."""
     worst = 0.0
     for a, e in _pairs(actual, expected):
         if a.size:
             a64, e64 = a.astype(np.float64), e.astype(np.float64)
-            ratio = np.abs(a64 - e64) / (atol + rtol * np.abs(e64))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.abs(a64 - e64) / _tolerance(e64, rtol, atol, scaled_atol)
+            ratio = np.where(_close(a, e, 0.0, 0.0, 0.0), 0.0, ratio)
             worst = max(worst, float(np.nanmax(ratio)) if not np.isnan(ratio).all() else 0.0)
     return worst
 
 
 def check_outputs_close(actual: Sequence[Any], expected: Sequence[Any], *, rtol: float,
-                        atol: float) -> list[str]:
-    """One line per output of ``actual`` not within ``rtol``/``atol`` of ``expected`` (count,
-    shape, dtype, values); empty when all match."""
+                        atol: float = 0.0, scaled_atol: float = 0.0) -> list[str]:
+    """One line per output of ``actual`` not close to ``expected`` (count, shape, dtype,
+    values); empty when all match.
+
+    An element ``a`` matches ``e`` when ``|a - e| <= atol + scaled_atol * max|e| + rtol *
+    |e|``, ``max|e|`` being the largest finite magnitude of that output: ``scaled_atol`` is
+    rounding relative to the output's scale (see the module docstring), ``atol`` an absolute
+    floor. NaNs match NaNs, infinities the same infinity.
+    """
     try:
         pairs = _pairs(actual, expected)
     except AssertionError as exc:
@@ -618,26 +744,62 @@ def check_outputs_close(actual: Sequence[Any], expected: Sequence[Any], *, rtol:
         if a.dtype != e.dtype:
             problems.append(f"output {i}: dtype {a.dtype}, expected {e.dtype}")
             continue
-        close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        close = _close(a, e, rtol, atol, scaled_atol)
         if not close.all():
             bad = int(close.size - np.count_nonzero(close))
             err = max_abs_error([a], [e])
             where = np.unravel_index(int(np.argmin(close)), close.shape)
             problems.append(
                 f"output {i}: {bad} of {close.size} element(s) differ (rtol={rtol:g}, "
-                f"atol={atol:g}), max abs error {err:.3g}, first at {tuple(map(int, where))}: "
-                f"{a[where]!r} vs {e[where]!r} (|expected| max {float(np.abs(e).max()):.3g})"
+                f"atol={atol:g}, scaled_atol={scaled_atol:g}), max abs error {err:.3g}, first "
+                f"at {tuple(map(int, where))}: {a[where]!r} vs {e[where]!r} "
+                f"(|expected| max {float(np.abs(e.astype(np.float64)).max()):.3g})"
             )
     return problems
 
 
 def assert_outputs_close(actual: Sequence[Any], expected: Sequence[Any], *, rtol: float,
-                         atol: float, what: str = "outputs") -> None:
+                         atol: float = 0.0, scaled_atol: float = 0.0,
+                         what: str = "outputs") -> None:
     """``AssertionError`` naming ``what`` and every output of ``actual`` not close to
     ``expected`` (see :func:`check_outputs_close`)."""
-    problems = check_outputs_close(actual, expected, rtol=rtol, atol=atol)
+    problems = check_outputs_close(actual, expected, rtol=rtol, atol=atol,
+                                   scaled_atol=scaled_atol)
     if problems:
         raise AssertionError(f"{what}: " + "; ".join(problems))
+
+
+def _log_softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    z = z.astype(np.float64)
+    shifted = z - np.max(z, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def check_softmax_reference(logits: Sequence[Any], reference: Sequence[Any], *, axis: int = 1,
+                            scaled_atol: float = SCALED_ATOL) -> list[str]:
+    """One line per output whose shipped softmax ``reference`` is not the softmax of
+    ``logits`` (over ``axis``), compared where that is well conditioned: in log space, where
+    ``log(reference)`` must equal ``log_softmax(logits)`` within ``scaled_atol`` times the
+    logits' largest magnitude (plus 1e-3 for the reference's own float32 rounding);
+    probabilities below the smallest normal float32 (underflowed to 0) match any logit that
+    low. Empty when all match."""
+    try:
+        pairs = _pairs(logits, reference)
+    except AssertionError as exc:
+        return [str(exc)]
+    tiny = float(np.finfo(np.float32).tiny)
+    floor = np.log(tiny)
+    problems = []
+    for i, (z, p) in enumerate(pairs):
+        want = np.log(np.maximum(p.astype(np.float64), tiny))
+        got = np.maximum(_log_softmax(z, axis), floor)
+        scale = float(np.abs(z.astype(np.float64)).max()) if z.size else 0.0
+        tol = scaled_atol * scale + 1e-3
+        err = float(np.abs(got - want).max()) if z.size else 0.0
+        if not err <= tol:
+            problems.append(f"output {i}: log(reference) differs from log_softmax(logits) by "
+                            f"up to {err:.3g} (allowed {tol:.3g}; |logits| max {scale:.3g})")
+    return problems
 
 
 def onnx_node_count(model: ModelProto) -> int:
