@@ -151,3 +151,10 @@ def test_atomic_path_renames_only_a_complete_file(tmp_path):
     irpass.save(big_mod(), tmp_path / "model.txt")
     for name in ("out.bin", "model.txt", "model.npz"):
         assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == want, name
+    # a file replaced keeps its permissions, a symlink keeps pointing to the file
+    os.chmod(target, 0o600)
+    (tmp_path / "link.bin").symlink_to("out.bin")
+    with formats.atomic_path(tmp_path / "link.bin") as tmp:
+        tmp.write_bytes(b"newer")
+    assert (tmp_path / "link.bin").is_symlink() and target.read_bytes() == b"newer"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600

@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,8 +127,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path in ``path``'s directory to write the file to; when the block ends
     without an error it is renamed over ``path`` (one atomic step), else removed. So a
     failed write never leaves a half-written file where ``path`` was. The temporary file
-    is created empty, with the permissions a new file gets (the umask applies)."""
-    target = Path(path)
+    is created empty with the permissions of the file it replaces (a new file's, with the
+    umask, if there is none); a symlink at ``path`` keeps pointing where it did, to the new
+    file."""
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     while True:
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
@@ -136,6 +139,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         except FileExistsError:  # pragma: no cover - 32 random bits collided
             continue
     try:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
         yield tmp
         os.replace(tmp, target)
     except BaseException:
