@@ -4,9 +4,14 @@ Expected-IR tests (one per rule, and the cases where the pass must not fire)
 build the input and the hand-written result; expected weights are computed
 here with numpy from the test's own arrays. Scales are powers of two where a
 result is a product of several of them, so every expected constant is exact.
-Meaning is checked with ``check_semantics`` on every example network, on
-networks whose batch norms were turned into ``multiply``/``add`` (by hand and
-by SimplifyInference), on hypothesis programs and on random conv/dense chains.
+Every expected-IR test also checks meaning (``check_semantics``: before and
+after evaluated on random inputs). TVM's own test cases
+(tests/python/relay/test_pass_fold_scale_axis.py) are ported in their own
+section, with TVM's parameter weights and biases. Meaning is checked besides
+on every example network, on networks whose batch norms were turned into
+``multiply``/``add`` (by hand and by SimplifyInference), on hypothesis
+programs and on random conv/dense chains (parameter biases, leaky relus, two
+consumers).
 """
 
 from __future__ import annotations
@@ -774,13 +779,14 @@ def test_tvm_fold_fwd_fail():
     kw = dict(
         channels=4, kernel_size=(3, 3), data_layout="NHWC", kernel_layout="HWIO", padding=(1, 1)
     )
-    m = op.multiply(x, _c(_pos(4)))
+    s = _pos(4)
+    m = op.multiply(x, _c(s))
     y = op.nn.conv2d(op.nn.leaky_relu(m, alpha=0.1), w, **kw)
     _same(ForwardFoldScaleAxis, _mod([x, w], op.add(y, m)))
     # the control: without the second user the scale goes through the leaky relu
     out = _run(ForwardFoldScaleAxis, _mod([x, w], y))
-    assert "multiply" in _ops(out) and _ops(out)[0] != "multiply"  # only multiply(w, s)
-    assert_structural_equal(out.body.args[0], op.nn.leaky_relu(x, alpha=0.1))
+    w2 = op.multiply(w, _c(s.reshape(1, 1, 4, 1)))  # HWIO: the input channels
+    _assert_ir(out, Function([x, w], op.nn.conv2d(op.nn.leaky_relu(x, alpha=0.1), w2, **kw)))
 
 
 def test_tvm_fold_fwd_relu_fail():
