@@ -19,9 +19,12 @@ last argument first). Attributes compare exactly, by value and kind: ``1``,
   value for the same reason). Comparing bytes keeps ``-0.0`` and ``0.0``
   apart; bigger constants are left alone (hashing weights buys nothing);
 * a ``let`` whose value merges with the value of an enclosing ``let`` that is
-  still in scope: ``let a = exp(x); ... let b = exp(x); body`` becomes
+  still in scope and that it can only be reached through:
+  ``let a = exp(x); ... let b = exp(x); body`` becomes
   ``let a = exp(x); ... body[b := a]`` (the binding of ``b`` is dropped), so
-  programs in A-normal form, where every call is let-bound, benefit too.
+  programs in A-normal form, where every call is let-bound, benefit too. A let
+  block that the graph also uses outside ``a``'s body (through a node with
+  several uses) keeps its binding: there ``a`` is out of scope.
 
 Never merged: calls of stateful ops (``op.stateful``), calls without
 arguments (as in TVM), calls of global functions, closures or vars (not known
@@ -51,9 +54,15 @@ a scope can merge into canonical nodes of enclosing scopes (computed before
 it runs), never into nodes of a sibling branch or closure: ``exp(c)`` in
 both branches of an ``if`` stays in both. (A node the input itself shares
 between a branch and outer code is visited once, where the walk meets it
-first; it stays shared, as it was.) Merging never changes which variables an
-expression uses, because merged nodes have identical children, so the result
-is well scoped.
+first; it stays shared, as it was.) Merging nodes never changes which
+variables an expression uses, because merged nodes have identical children.
+Merging a let's var into an enclosing let's var does, so it is done only when
+the inner let can be reached only through the enclosing let's body: every node
+on the way down to it, the inner let included, has a single use. (A node met
+inside the body but shared with code outside it is visited once, so its one
+rewritten form must hold there too, where the enclosing var is out of scope.)
+The use counts come from one more walk over the function, made only when a
+let's value first equals that of an open let. So the result is well scoped.
 """
 
 from __future__ import annotations
@@ -166,13 +175,17 @@ class _Eliminator:
         # whose hash another value took go by the value itself.
         self.constants: dict[int, Constant] = {}
         self.colliding_constants: dict[Any, Constant] = {}
-        # canonical let value -> the var of the enclosing, still open let that binds it
-        self.let_vars: dict[Expr, Var] = {}
+        # canonical let value -> the enclosing, still open let (input node) that binds it
+        self.let_vars: dict[Expr, Let] = {}
+        # which lets enclose which, made when a let's value first meets an open one's
+        self.enclosing: _Enclosing | None = None
+        self.func: Function | None = None
         self.attr_keys: dict[int, Any] = {}
         self.stack: list[Any] = []
 
     def run(self, func: Function) -> Function:
         """``func`` with its body merged, or ``func`` itself when nothing changed."""
+        self.func = func
         memo = self.memo
         for p in func.params:
             memo[p] = p
@@ -453,17 +466,17 @@ class _Eliminator:
                 return
             value = memo[node.value]
             outer = self.let_vars.get(value)
-            if outer is not None:
-                memo[var] = outer  # same value as an enclosing let: use its var
+            if outer is not None and self._encloses(outer, node):
+                memo[var] = outer.var  # same value as an enclosing let: use its var
             else:
                 memo[var] = var
-                if type(value) not in (Var, GlobalVar):
-                    self.let_vars[value] = var
+                if outer is None and type(value) not in (Var, GlobalVar):
+                    self.let_vars[value] = node
         elif kind == _LET:
             var = node.var
             value = memo[node.value]
             body = memo[node.body]
-            if self.let_vars.get(value) is var:
+            if self.let_vars.get(value) is node:
                 del self.let_vars[value]  # its body is done: out of scope
             new_var = memo[var]
             if new_var is not var:
@@ -491,6 +504,13 @@ class _Eliminator:
             else:
                 memo[node] = Function(node.params, body, node.ret_type, node.attrs)
 
+    def _encloses(self, outer: Let, inner: Let) -> bool:
+        """Whether ``inner`` is met only inside the body of ``outer`` (see :class:`_Enclosing`)."""
+        if self.enclosing is None:
+            assert self.func is not None
+            self.enclosing = _Enclosing(self.func)
+        return self.enclosing.encloses(outer, inner)
+
     def _constant(self, const: Constant) -> Constant:
         data = const.data
         if data.size > MAX_CONSTANT_ELEMENTS or (self.fskip is not None and self.fskip(const)):
@@ -514,6 +534,69 @@ class _Eliminator:
             # keep attrs alive with its key so its id cannot be reused during the walk
             self.attr_keys[id(attrs)] = key = (attrs, key)
         return key[1]
+
+
+# Nodes that are never on a way from one let to another: not walked by _Enclosing.
+_LEAVES = frozenset({Var, GlobalVar, Constant, Op})
+
+
+class _Enclosing:
+    """Which lets a let encloses alone, for the let var merges (one walk, made on first need).
+
+    A let ``inner`` met inside the body of an open let ``outer`` may also be reachable
+    from outside that body, through a node of the graph that several parents share
+    (a let block used as a value in two places): its var must not become ``outer``'s
+    there. The walk met ``inner`` on a way down from ``outer``; ``inner`` can only be
+    reached that way when each node on it below ``outer``, ``inner`` included, has a
+    single use. Going up from a node through single uses (each such node has one
+    parent) ends at the node's *top*, the first node with several uses (or none);
+    on the way down from ``outer`` all uses are single exactly when ``inner`` and
+    ``outer`` have the same top. One iterative walk counts the uses and notes a
+    parent per node; each node's top is found once (remembered along the way up),
+    so all queries together stay linear.
+    """
+
+    def __init__(self, func: Function) -> None:
+        leaves = _LEAVES
+        uses: dict[Expr, int] = {}
+        uses_of = uses.get
+        parent: dict[Expr, Expr] = {}  # the last parent seen: the only one of a single use
+        stack: list[Expr] = [func]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node = pop()
+            for child in node.children():
+                if type(child) in leaves:
+                    continue
+                n = uses_of(child, 0)
+                uses[child] = n + 1
+                parent[child] = node
+                if not n:
+                    push(child)  # met for the first time
+        self.uses = uses
+        self.parent = parent
+        self.tops: dict[Expr, Expr] = {}
+
+    def encloses(self, outer: Let, inner: Let) -> bool:
+        """Whether ``inner``, met inside ``outer``'s body, is reachable only through it."""
+        return self._top(inner) is self._top(outer)
+
+    def _top(self, node: Expr) -> Expr:
+        tops, uses, parent = self.tops, self.uses, self.parent
+        path = []
+        top = tops.get(node)
+        while top is None:
+            if uses.get(node, 0) != 1:
+                top = node
+                break
+            path.append(node)
+            node = parent[node]
+            top = tops.get(node)
+        for n in path:
+            tops[n] = top
+        tops[node] = top
+        return top
 
 
 def _constant_value(data: Any) -> tuple[str, tuple[int, ...], bytes]:
