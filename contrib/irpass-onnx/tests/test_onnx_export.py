@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from irpass import op
-from irpass.ir import Function, IRModule, Op, list_ops, var
+from irpass.ir import Function, IRModule, Op, Tuple, list_ops, var
 from irpass.testing import random_inputs
 from irpass_onnx import OnnxExportError
 from irpass_onnx.export import supported_ops, to_onnx
@@ -202,6 +202,12 @@ def _build_like():
 def _build_shape_of():
     x = _x((2, 3))
     return fn([x], op.shape_of(x, dtype="int64"))
+
+
+def _build_shape_of_narrow():
+    # 200 wraps to -56 in int8 and 70000 is inf in float16, as a cast gives
+    x, y = _x((1, 200)), _x((70000,), name="y")
+    return fn([x, y], Tuple([op.shape_of(x, dtype="int8"), op.shape_of(y, dtype="float16")]))
 
 
 def _build_conv2d():
@@ -437,6 +443,7 @@ CASES = {
     "zeros_ones": (_build_zeros_ones, (9, 17)),
     "like": (_build_like, (17,)),
     "shape_of": (_build_shape_of, (17,)),
+    "shape_of_narrow": (_build_shape_of_narrow, (17,)),
     "nn.conv2d": (_build_conv2d, (9, 17)),
     "conv2d_nhwc": (_build_conv2d_nhwc, (17,)),
     "conv2d_var_weight": (_build_conv2d_var_weight, (17,)),

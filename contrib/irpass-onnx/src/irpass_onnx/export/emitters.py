@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from irpass.op.create import shape_value
 from irpass.op.reduce import reduce_axes
 from onnx import helper
 
@@ -235,4 +236,4 @@ def _full(ctx: EmitContext) -> str:
 @emitter("shape_of")
 def _shape_of(ctx: EmitContext) -> str:
     # shapes are static: the result is a constant
-    return ctx.constant(np.array(ctx.type_of(0).shape, dtype=ctx.attrs["dtype"]), hint="shape")
+    return ctx.constant(shape_value(ctx.type_of(0).shape, ctx.attrs["dtype"]), hint="shape")
