@@ -19,6 +19,7 @@ import pytest
 from irpass.cli.main import main, split_names
 from irpass.cli.optimize import compare_outputs, count_nodes, example_models
 from irpass.testing import models, random_inputs
+from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
 
 # A plugin module for the tests: passes that are wrong, raise, or need arguments.
 PLUGIN_SOURCE = '''
@@ -549,8 +550,9 @@ def test_count_nodes():
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("IRPASS_")}
-    return env
+    """A child irpass's environment: irpass's own plugins, whatever packs are installed."""
+    return plugin_environ(OWN_PLUGINS, {k: v for k, v in os.environ.items()
+                                        if not k.startswith("IRPASS_")})
 
 
 def test_python_dash_m_version(tmp_path):

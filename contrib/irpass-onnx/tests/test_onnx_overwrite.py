@@ -3,7 +3,6 @@ a failed export leaves an existing output file as it was."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import irpass
 import numpy as np
 import onnx
 import pytest
+from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
 from irpass_onnx import save_onnx
 from irpass_onnx.frontend import external_data_files
 from onnx import TensorProto, helper, numpy_helper
@@ -30,8 +30,7 @@ def _model() -> onnx.ModelProto:
 
 
 def _irpass(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG")}
+    env = plugin_environ(OWN_PLUGINS + ("onnx",))  # whatever other packs are installed
     return subprocess.run([sys.executable, "-m", "irpass", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 

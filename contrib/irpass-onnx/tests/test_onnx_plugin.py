@@ -10,7 +10,6 @@ of those weights.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import irpass
 import onnx
 import pytest
 from irpass.settings import load_settings
+from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
 from irpass_onnx import load_weights
 from irpass_onnx.testing import (
     RANDOM_RTOL,
@@ -45,8 +45,7 @@ def assert_same_logits(out: onnx.ModelProto, what: str) -> None:
 
 def _irpass(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``irpass ARGS`` in ``cwd``, with no plugin or config settings from the environment."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG")}
+    env = plugin_environ(OWN_PLUGINS + ("onnx",))  # whatever other packs are installed
     return subprocess.run([sys.executable, "-m", "irpass", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
