@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from irpass import Function, GlobalVar, IRModule, const, op, var
 from irpass.ir import (
     Call,
+    Constant,
     FuncType,
     If,
     Let,
@@ -85,19 +86,23 @@ def test_anf_diamond_binds_shared_node_once():
     before = Function([x], op.add(b, c))
 
     t0, t1, t2, t3 = Var("t0"), Var("t1"), Var("t2"), Var("t3")
+    k1, k2, k3 = Var("k1"), Var("k2"), Var("k3")
     expected = Function(
         [x],
         lets(
-            (t0, op.add(x, const(1.0))),
-            (t1, op.multiply(t0, const(2.0))),
-            (t2, op.subtract(t0, const(3.0))),
+            (k1, const(1.0)),  # constants are bound too, as in TVM
+            (t0, op.add(x, k1)),
+            (k2, const(2.0)),
+            (t1, op.multiply(t0, k2)),
+            (k3, const(3.0)),
+            (t2, op.subtract(t0, k3)),
             (t3, op.add(t1, t2)),
             body=t3,
         ),
     )
     out = anf(IRModule.from_expr(before))
     assert_structural_equal(out["main"], expected)
-    assert count_lets(out["main"]) == 4  # `a` once, not once per use
+    assert count_lets(out["main"]) == 7  # `a` once, not once per use
 
 
 def test_anf_if_branch_bindings_stay_in_branches():
@@ -108,12 +113,13 @@ def test_anf_if_branch_bindings_stay_in_branches():
     other = op.negative(shared)
     before = Function([x], If(cond, then, other))
 
-    s, c, e, th, r1, ng, i = (Var(n) for n in ("s", "c", "e", "th", "r1", "ng", "i"))
+    s, k, c, e, th, r1, ng, i = (Var(n) for n in ("s", "k", "c", "e", "th", "r1", "ng", "i"))
     expected = Function(
         [x],
         lets(
             (s, op.sum(x)),
-            (c, op.greater(s, const(0.0))),
+            (k, const(0.0)),
+            (c, op.greater(s, k)),
             (e, op.exp(x)),
             (
                 i,
@@ -135,12 +141,13 @@ def test_anf_node_used_in_branch_and_after_if_is_bound_before_the_if():
     a = op.tanh(x)
     before = Function([x], op.add(If(cond, a, x), a))
 
-    s, c, t, i, r = (Var(n) for n in "sctir")
+    s, k, c, t, i, r = (Var(n) for n in "skctir")
     expected = Function(
         [x],
         lets(
             (s, op.sum(x)),
-            (c, op.greater(s, const(0.0))),
+            (k, const(0.0)),
+            (c, op.greater(s, k)),
             (t, op.tanh(x)),
             (i, If(c, t, x)),
             (r, op.add(i, t)),
@@ -157,12 +164,13 @@ def test_anf_branch_local_let_is_not_hoisted():
     cond = op.greater(op.sum(x), const(0.0))
     before = Function([x], If(cond, Let(v, op.exp(x), op.add(v, v)), x))
 
-    s, c, v2, r, i = Var("s"), Var("c"), Var("v"), Var("r"), Var("i")
+    s, k, c, v2, r, i = Var("s"), Var("k"), Var("c"), Var("v"), Var("r"), Var("i")
     expected = Function(
         [x],
         lets(
             (s, op.sum(x)),
-            (c, op.greater(s, const(0.0))),
+            (k, const(0.0)),
+            (c, op.greater(s, k)),
             (i, If(c, lets((v2, op.exp(x)), (r, op.add(v2, v2)), body=r), x)),
             body=i,
         ),
@@ -322,14 +330,17 @@ def test_anf_recursive_closure():
     out = check_semantics(irpass.transform.ToANormalForm(), mod)
 
     s, c, a, st, rc, ib, r = (Var(n) for n in ("s", "c", "a", "st", "rc", "ib", "r"))
+    k10, k1 = Var("k10"), Var("k1")
     i2 = Var("i", T)
     f2 = Var("f", FuncType([T], T))
     fn2 = Function(
         [i2],
         lets(
             (s, op.sum(i2)),
-            (c, op.greater(s, const(10.0))),
-            (ib, If(c, i2, lets((a, op.abs(i2)), (st, op.add(a, const(1.0))),
+            (k10, const(10.0)),
+            (c, op.greater(s, k10)),
+            # the constant 1.0 is used in the else branch only: bound there
+            (ib, If(c, i2, lets((a, op.abs(i2)), (k1, const(1.0)), (st, op.add(a, k1)),
                                 (rc, Call(f2, [st])), body=rc))),
             body=ib,
         ),
@@ -337,6 +348,70 @@ def test_anf_recursive_closure():
     expected = Function([x], lets((f2, fn2), (r, Call(f2, [x])), body=r))
     assert_structural_equal(out["main"], expected)
     assert anf(out) is out
+
+
+def test_anf_binds_constants_and_a_constant_condition_and_gnf_inlines_them_back():
+    x = var("x", shape=(2, 3))
+    two = const(np.float32(2.0))  # used by two calls: one binding before the if
+    half = const(np.float32(0.5))  # used in the then-branch only: bound there
+    yes = const(True)  # the condition: bound before the if like any operand
+    m = op.multiply(x, two)
+    before = Function([x], If(yes, op.add(m, half), op.subtract(m, two)))
+    mod = IRModule.from_expr(before)
+    out = check_semantics(irpass.transform.ToANormalForm(), mod)
+
+    k, k1, k2, t, r, s, i = (Var(n) for n in ("k", "k1", "k2", "t", "r", "s", "i"))
+    then = lets((k2, const(np.float32(0.5))), (r, op.add(t, k2)), body=r)
+    expected = Function(
+        [x],
+        lets(
+            (k, const(True)),
+            (k1, const(np.float32(2.0))),
+            (t, op.multiply(x, k1)),
+            (i, If(k, then, lets((s, op.subtract(t, k1)), body=s))),
+            body=i,
+        ),
+    )
+    assert_structural_equal(out["main"], expected)
+    assert out["main"].body.value is yes  # the input's own constant nodes are bound
+    assert anf(out) is out
+    back = gnf(out)
+    assert_structural_equal(back, mod)
+    if_ = back["main"].body
+    assert if_.cond is yes and if_.false_branch.args[1] is two  # direct uses again
+
+
+def test_anf_binds_a_computed_condition_and_its_constant_and_gnf_inlines_them_back():
+    x = var("x", shape=(2, 3))
+    cond = op.less(op.max(x), const(np.float32(1.0)))
+    before = Function([x], If(cond, op.tanh(x), x))
+    mod = IRModule.from_expr(before)
+    out = check_semantics(irpass.transform.ToANormalForm(), mod)
+    mx, k, c, t, i = (Var(n) for n in ("mx", "k", "c", "t", "i"))
+    expected = Function(
+        [x],
+        lets(
+            (mx, op.max(x)),
+            (k, const(np.float32(1.0))),
+            (c, op.less(mx, k)),
+            (i, If(c, lets((t, op.tanh(x)), body=t), x)),
+            body=i,
+        ),
+    )
+    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(gnf(out), mod)
+    assert gnf(out)["main"].body.cond.args[1] is cond.args[1]
+
+
+def test_anf_of_a_constant_body_binds_it():
+    x = var("x", shape=(2, 3))
+    one = const(np.float32(1.0))
+    mod = IRModule.from_expr(Function([x], one))
+    out = check_semantics(irpass.transform.ToANormalForm(), mod)
+    k = Var("k")
+    assert_structural_equal(out["main"], Function([x], Let(k, const(np.float32(1.0)), k)))
+    assert anf(out) is out
+    assert gnf(out)["main"].body is one
 
 
 def test_anf_converts_every_global_function():
@@ -578,6 +653,23 @@ def test_deep_dataflow_chain():
     np.testing.assert_allclose(irpass.evaluate(out, **args), irpass.evaluate(mod, **args))
 
 
+def test_deep_dataflow_chain_of_constants():
+    # x + 0.001 * k, DEPTH times, each with its own constant: DEPTH constants bound
+    x = var("x", shape=(2, 3))
+    cur = x
+    for k in range(DEPTH):
+        cur = op.add(cur, const(np.float32(0.001 * k)))
+    mod = IRModule.from_expr(Function([x], cur))
+    out = anf(mod)
+    assert count_lets(out["main"]) == 2 * DEPTH
+    node = out["main"].body
+    assert type(node.value) is Constant and type(node.body.value) is Call
+    assert anf(out) is out
+    assert_structural_equal(gnf(out)["main"], mod["main"])
+    args = {"x": np.full((2, 3), 0.5, "float32")}
+    np.testing.assert_allclose(irpass.evaluate(out, **args), irpass.evaluate(mod, **args))
+
+
 def test_deep_nested_ifs_share_one_binding():
     # if (c) { a + 1 } else { if (c) { a + 2 } else { ... } }: `a` and `c` are bound
     # once at the top, each branch's add stays in its branch.
@@ -590,12 +682,15 @@ def test_deep_nested_ifs_share_one_binding():
     mod = IRModule.from_expr(Function([x], cur))
     out = anf(mod)
     body = out["main"].body
-    # sum, greater, exp at the top; then the outermost if
-    assert [type(body.value), type(body.body.value), type(body.body.body.value)] == [Call] * 3
-    assert type(body.body.body.body.value) is If
-    # sum, greater, exp, the outer if; per level the add and the inner if (bound in the
-    # else branch; the innermost else binds tanh instead)
-    assert count_lets(out["main"]) == 4 + 2 * DEPTH
+    # sum, 0.0, greater, exp at the top; then the outermost if
+    tops = []
+    for _ in range(5):
+        tops.append(type(body.value))
+        body = body.body
+    assert tops == [Call, Constant, Call, Call, If]
+    # sum, 0.0, greater, exp, the outer if; per level the add and its constant (in the
+    # then branch) and the inner if (in the else branch; the innermost else binds tanh)
+    assert count_lets(out["main"]) == 5 + 3 * DEPTH
     assert anf(out) is out
     assert_structural_equal(gnf(out)["main"], mod["main"])
 

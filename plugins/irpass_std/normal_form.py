@@ -4,10 +4,16 @@
 one shared node, evaluated once per activation of its function, and ``let``
 appears only where it must. **A-normal form** (ANF) names every intermediate
 result: each non-atomic sub-expression (a call, a tuple, a projection, a
-closure, an ``if``) is bound by a ``let`` to a fresh variable, in evaluation
-order, and every operand is atomic (a var, a global var, a constant, an op).
-``if`` branches and function bodies are scopes with their own ``let`` chains,
-and every scope ends in an atom (``let %t = add(%x, %y); %t``), as in TVM.
+closure, an ``if``) and each constant is bound by a ``let`` to a fresh
+variable, in evaluation order, and every operand is atomic (a var, a global
+var, an op). ``if`` branches and function bodies are scopes with their own
+``let`` chains, and every scope ends in an atom (``let %t = add(%x, %y);
+%t``), as in TVM. Constants are bound because TVM binds them: its ANF
+converter notes that constants must be let-bound although its atomicity test
+accepts them. Each constant node is bound once, placed like any other shared
+node (a constant used by one branch only is bound in that branch). The
+condition of an ``if`` is an operand like any other: bound before the ``if``
+when it is a call or a constant, left as it is when it is a var.
 
 ToANormalForm follows TVM Relay's algorithm:
 
@@ -42,13 +48,15 @@ even if no branch that uses it runs; only stateful ops can tell.
 
 ToGraphNormalForm is the inverse: every ``let`` var is replaced by its
 (converted) value, so the value becomes a node shared by all uses, and the
-binding disappears (an unused pure value is dropped). Two kinds of bindings
+binding disappears (an unused pure value is dropped): a let-bound constant or
+``if`` condition is used directly again. Two kinds of bindings
 stay lets: a function that calls itself through its var (the var is its only
 name), and, in a module that calls a stateful op anywhere, a value whose
 evaluation may have effects (a stateful op call, or a call of a function or
 closure, directly or inside it): substituting it could run the effect zero
 times, several times, inside a branch, or out of order. ToGraphNormalForm of
-ToANormalForm of a pure dataflow function is structurally equal to it.
+ToANormalForm of a pure function in graph form (``if``s included) is
+structurally equal to it.
 
 Both passes are linear in the size of the program and never recurse along
 its depth (only along the nesting of function definitions). Two helpers are
@@ -100,8 +108,9 @@ CONFIG_OPTIONS: list[ConfigOption] = []
 # Global functions these passes leave alone (as a FunctionPass would).
 _SKIP_ATTRS = ("Primitive", "SkipOptimization")
 
-# Node kinds that are atoms in ANF (a Function with Primitive=1 is one too).
-_ATOM_TYPES = frozenset({Var, GlobalVar, Constant, Op})
+# Node kinds that are atoms in ANF (a Function with Primitive=1 is one too). A constant
+# is not: as in TVM, whose ANF let-binds constants although it calls them atomic.
+_ATOM_TYPES = frozenset({Var, GlobalVar, Op})
 
 # Name hint of the vars ToANormalForm invents.
 _FRESH_NAME = "t"
@@ -514,6 +523,8 @@ class _ANormalizer:
             elif t is Let:
                 atom[node] = get(node.body, node.body)
                 continue
+            elif t is Constant:
+                new = node
             elif t is Tuple:
                 fields = node.fields
                 new_fields = tuple(map(get, fields, fields))
@@ -574,7 +585,8 @@ def to_a_normal_form(func: Function) -> Function:
 
 @module_pass(opt_level=1, name="ToANormalForm")
 def ToANormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
-    """Bind every non-atomic sub-expression to a ``let`` var, in evaluation order.
+    """Bind every non-atomic sub-expression and every constant to a ``let`` var, in
+    evaluation order.
 
     Shared nodes are bound once, in the innermost scope that encloses all
     their uses; ``if`` branches and function bodies get their own ``let``
