@@ -22,6 +22,7 @@ from irpass.ir import (
     Var,
     const,
     infer_type,
+    post_order_visit,
     structural_equal,
     var,
 )
@@ -93,7 +94,10 @@ def test_types_of_every_node_kind():
     cond_expr = If(flag, add(y, c), neg(y))
     body = Let(y, add(x, c), Tuple([cond_expr, item]))
     f = Function([x, flag], body)
-    assert infer_type(f) is f
+    typed = infer_type(f)
+    # Only the function is copied (to fill in its ret_type); every node is typed in place.
+    assert typed.body is body and typed.params == f.params
+    assert typed.ret_type == body.checked_type
     assert x.checked_type == F32_3
     assert c.checked_type == F32_3
     assert t.checked_type == TupleType([F32_3, F32_3, TensorType((), "int64")])
@@ -103,6 +107,7 @@ def test_types_of_every_node_kind():
     assert body.value.checked_type == F32_3
     assert body.checked_type == TupleType([F32_3, TensorType((), "int64")])
     assert f.checked_type == FuncType([F32_3, BOOL], body.checked_type)
+    assert typed.checked_type == f.checked_type
 
 
 def test_op_attrs_reach_the_relation():
@@ -114,10 +119,10 @@ def test_op_attrs_reach_the_relation():
 
 def test_module_is_returned_unchanged_and_global_vars_get_func_types():
     x = var("x", shape=(3,))
-    helper = Function([x], neg(x))
+    helper = Function([x], neg(x), F32_3)
     a = var("a", shape=(3,))
     call = Call(GlobalVar("helper"), [a])
-    main = Function([a], add(call, a))
+    main = Function([a], add(call, a), F32_3)
     # main comes first and calls helper: helper must be inferred on demand.
     mod = IRModule({"main": main, "helper": helper})
     functions_before = mod.items()
@@ -677,15 +682,19 @@ PAIR = TupleType([T2, T2])
 
 
 def _two_modules():
-    """Module A with @f: x -> x and B = A with @f: x -> (x, x); @main is shared."""
+    """Module A with @f: x -> x and B = A with @f: x -> (x, x); @main is shared.
+
+    @main has no ret_type (its return type differs): inferring either module
+    returns a new module whose @main is annotated.
+    """
     x = Var("x", T2)
     y = Var("y")  # unannotated: its type is the type of @f(x), which differs
     call = Call(GlobalVar("f"), [x])
     main = Function([x], Let(y, call, Tuple([y])))
     a = Var("a", T2)
-    mod_a = IRModule({"f": Function([a], a), "main": main})
+    mod_a = IRModule({"f": Function([a], a, T2), "main": main})
     b = Var("b", T2)
-    mod_b = mod_a.with_function("f", Function([b], Tuple([b, b])))
+    mod_b = mod_a.with_function("f", Function([b], Tuple([b, b]), PAIR))
     return mod_a, mod_b
 
 
@@ -693,7 +702,9 @@ def test_inferring_a_module_does_not_change_types_another_module_set():
     mod_a, mod_b = _two_modules()
     main = mod_a["main"]
     assert mod_b["main"] is main
-    assert infer_type(mod_a) is mod_a
+    typed_a = infer_type(mod_a)
+    assert typed_a["main"].body is main.body and typed_a["f"] is mod_a["f"]
+    assert typed_a["main"].ret_type == TupleType([T2])
     let = main.body
     assert let.value.checked_type == T2 and let.var.checked_type == T2
 
@@ -712,6 +723,7 @@ def test_inferring_a_module_does_not_change_types_another_module_set():
     assert let_b.var is not let.var and let_b.var.checked_type == PAIR
     assert let_b.body.fields[0] is let_b.var  # the use is remapped to the fresh var
     assert main_b.checked_type == FuncType([T2], TupleType([PAIR]))
+    assert main_b.ret_type == TupleType([PAIR]) and main.ret_type is None
     assert typed_b.get_global_var("f").checked_type == FuncType([T2], PAIR)
     assert let_b.value.op.checked_type == FuncType([T2], PAIR)
     # Unchanged nodes are shared; B's own new function is typed in place.
@@ -721,17 +733,24 @@ def test_inferring_a_module_does_not_change_types_another_module_set():
     # Both inputs are still the programs they were, and the copy is B.
     assert mod_b["main"] is main
     assert [gv.name_hint for gv in typed_b] == ["f", "main"]
-    assert structural_equal(typed_b, mod_b)
+    assert structural_equal(
+        typed_b, mod_b.with_function("main", Function(main.params, main.body, TupleType([PAIR])))
+    )
     assert not structural_equal(typed_b, mod_a)
-    # A again: A's nodes already have A's types, so no copy.
-    assert infer_type(mod_a) is mod_a
+    # A again: A's nodes already have A's types, so no copy but @main's annotated one.
+    again = infer_type(mod_a)
+    assert again["main"].body is main.body and again["f"] is mod_a["f"]
+    assert infer_type(typed_a) is typed_a
+    assert infer_type(IRModule(dict(typed_a.functions))).functions == typed_a.functions
     assert infer_type(typed_b) is typed_b
 
 
 def test_no_conflict_returns_the_same_objects():
     mod_a, _ = _two_modules()
-    assert infer_type(mod_a) is mod_a
-    assert infer_type(mod_a) is mod_a  # same types again: still in place
+    typed_a = infer_type(mod_a)
+    assert infer_type(typed_a) is typed_a
+    fresh = IRModule(dict(typed_a.functions))  # a module inference has not seen
+    assert infer_type(fresh) is fresh  # same types again: still in place
     x = var("x", shape=(3,))
     e = add(neg(x), x)
     assert infer_type(e) is e
@@ -812,7 +831,7 @@ def test_free_annotated_var_of_a_global_function_is_an_error():
 def test_free_annotated_var_of_a_bare_expression_is_allowed():
     z = var("z", shape=(3,))
     w = var("w", shape=(3,))
-    e = Let(w, add(w, z), Function([], neg(z)))
+    e = Let(w, add(w, z), Function([], neg(z), F32_3))
     typed, free = infer_type_and_free_vars(e)
     assert typed is e and free == [w, z]
     assert e.checked_type == FuncType([], F32_3)
@@ -842,12 +861,13 @@ def test_labels_of_deeply_nested_functions_take_linear_memory():
     mod = _nested(2000, lambda x: x)
     tracemalloc.start()
     try:
-        assert infer_type(mod) is mod
+        typed = infer_type(mod)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     # Spelling out every level's label took ~40 MB here.
     assert peak < 8_000_000
+    assert typed["main"].ret_type == TensorType((), "float32")
 
 
 def test_label_of_a_deeply_nested_function_is_shortened():
@@ -858,3 +878,174 @@ def test_label_of_a_deeply_nested_function_is_shortened():
              "(1996 more enclosing functions) in a local function in @main")
     assert info.value.function == where
     assert len(str(info.value)) < 500
+
+
+# -- missing annotations are filled in (as TVM's InferType does) ----------------------------
+
+
+def _functions(expr_or_mod):
+    """Every Function node reachable from a module's functions (or an expression)."""
+    roots = list(expr_or_mod.functions.values()) if isinstance(expr_or_mod, IRModule) else [
+        expr_or_mod]
+    found = []
+    for root in roots:
+        post_order_visit(root, lambda n: found.append(n) if type(n) is Function else None)
+    return found
+
+
+def _program(annotated):
+    """@main with a let-bound closure, a directly called function, a function nested in a
+    function and a call of @helper; with ``annotated`` every function has its ret_type."""
+    def ret(ty):
+        return ty if annotated else None
+
+    pair = TupleType([F32_3, F32_3])
+    p = var("p", shape=(3,))
+    helper = Function([p], Tuple([p, neg(p)]), ret(pair))
+    x = var("x", shape=(3,))
+    q = var("q", shape=(3,))
+    inner = Function([q], add(q, x), ret(F32_3))
+    r = var("r", shape=(3,))
+    outer = Function([r], Call(inner, [neg(r)]), ret(F32_3))
+    f = Var("f")
+    s = var("s", shape=(3,))
+    direct = Call(Function([s], neg(s), ret(F32_3)), [x])
+    second = TupleGetItem(Call(GlobalVar("helper"), [x]), 1)
+    body = Let(f, outer, Tuple([Call(f, [direct]), second]))
+    main = Function([x], body, ret(pair))
+    return IRModule({"main": main, "helper": helper})
+
+
+def test_every_function_gets_its_inferred_ret_type_nested_ones_included():
+    mod = _program(annotated=False)
+    assert all(f.ret_type is None for f in _functions(mod))
+    typed = infer_type(mod)
+    funcs = _functions(typed)
+    assert len(funcs) == 5
+    for f in funcs:
+        assert f.ret_type is not None and f.ret_type == f.body.checked_type
+        assert f.checked_type == FuncType([p.type_annotation for p in f.params], f.ret_type)
+    assert typed["helper"].ret_type == TupleType([F32_3, F32_3])
+    # The result is well formed and inferring it again changes nothing.
+    assert irpass.ir.well_formed(typed)
+    assert infer_type(typed) is typed
+    assert infer_type(IRModule(dict(typed.functions))).functions == typed.functions
+
+
+def test_filling_annotations_leaves_the_input_module_unchanged():
+    mod = _program(annotated=False)
+    before = irpass.structural_hash(mod)
+    main, helper = mod["main"], mod["helper"]
+    typed = infer_type(mod)
+    assert typed is not mod
+    assert irpass.structural_hash(mod) == before
+    assert mod["main"] is main and mod["helper"] is helper
+    assert all(f.ret_type is None for f in _functions(mod))
+    # What is not above an unannotated function is shared, typed in place.
+    call_helper = main.body.body.fields[1]
+    assert typed["main"].body.body.fields[1] is call_helper
+    assert call_helper.checked_type == F32_3
+
+
+def test_fully_annotated_module_comes_back_as_the_same_object_and_equal_to_the_filled_one():
+    annotated = _program(annotated=True)
+    assert infer_type(annotated) is annotated
+    filled = infer_type(_program(annotated=False))
+    irpass.assert_structural_equal(filled, annotated)
+    irpass.assert_structural_equal(infer_type(_program(annotated=False)), infer_type(annotated))
+
+
+def test_immutable_module_check_passes_with_infer_type():
+    mod = _program(annotated=False)
+    with irpass.transform.PassContext(config={"testing.immutable_module": True}):
+        out = irpass.transform.get_pass("InferType")(mod)
+    assert out["main"].ret_type == TupleType([F32_3, F32_3])
+
+
+def test_a_function_alone_is_copied_the_rest_typed_in_place():
+    x = var("x", shape=(3,))
+    body = add(neg(x), x)
+    f = Function([x], body)
+    typed = infer_type(f)
+    assert typed is not f and f.ret_type is None
+    assert typed.body is body and typed.params == f.params and typed.attrs is f.attrs
+    assert typed.ret_type == F32_3 and typed.checked_type == FuncType([F32_3], F32_3)
+    mod = IRModule.from_expr(f)
+    typed_mod = infer_type(mod)
+    assert typed_mod["main"].body is body and typed_mod["main"].ret_type == F32_3
+    assert typed_mod.get_global_var("main").checked_type == FuncType([F32_3], F32_3)
+
+
+def test_functions_in_a_bare_expression_are_filled_the_modules_are_not():
+    x = var("x", shape=(3,))
+    f = Var("f")
+    q = var("q", shape=(3,))
+    e = Let(f, Function([q], neg(q)), Call(f, [Call(GlobalVar("g"), [x])]))
+    p = var("p", shape=(3,))
+    g = Function([p], neg(p))
+    mod = IRModule({"g": g})
+    typed = infer_type(e, mod=mod)
+    assert typed is not e and typed.var is f and typed.body is e.body
+    assert typed.value.ret_type == F32_3 and typed.value.body is e.value.body
+    assert mod["g"] is g and g.ret_type is None  # the module is not the result
+    # A module function given alone is the result: it is filled.
+    assert infer_type(g, mod=mod).ret_type == F32_3
+
+
+def test_a_shared_unannotated_function_is_copied_once_and_stays_shared():
+    x = var("x", shape=(3,))
+    q = var("q", shape=(3,))
+    shared = Function([q], neg(q))
+    e = Tuple([Call(shared, [x]), Call(shared, [neg(x)])])
+    typed = infer_type(e)
+    assert typed.fields[0].op is typed.fields[1].op
+    assert typed.fields[0].op.ret_type == F32_3
+    assert typed.fields[0].args[0] is x and typed.fields[1].args[0] is e.fields[1].args[0]
+
+
+def test_a_filled_function_annotation_also_survives_a_conflict():
+    # the conflict copy and the annotation fill happen in one rebuild
+    mod_a, mod_b = _two_modules()
+    typed_a = infer_type(mod_a)
+    x = Var("x", T2)
+    q = Var("q", T2)
+    # main shared by both; a nested unannotated function in each
+    inner = Function([q], q)
+    main = Function([x], Call(inner, [x]))
+    typed = infer_type(mod_b.with_function("other", main))
+    assert typed["other"].ret_type == T2 and typed["other"].body.op.ret_type == T2
+    assert typed["main"].ret_type == TupleType([PAIR])
+    assert typed_a["main"].ret_type == TupleType([T2])
+
+
+def test_an_unannotated_function_under_a_deep_let_chain():
+    # filling the innermost function rebuilds the whole chain above it, iteratively
+    x = var("x", shape=(3,))
+    q = var("q", shape=(3,))
+    body = Call(Function([q], neg(q)), [x])
+    n = 20_000
+    for i in range(n):
+        body = Let(Var(f"v{i}"), neg(x), body)
+    mod = IRModule({"main": Function([x], body, F32_3)})
+    typed = infer_type(mod)
+    node = typed["main"].body
+    for _ in range(n):
+        node = node.body
+    assert node.op.ret_type == F32_3
+    assert mod["main"].body is body
+
+
+def test_fuse_ops_output_equals_the_hand_built_program_after_infer_type():
+    # FuseOps sets the ret_type of what it builds; an expected program written without
+    # annotations compares equal once InferType filled them in (TVM's idiom).
+    from irpass.transform import PassContext, Sequential, get_pass
+
+    x = var("x", shape=(3,))
+    mod = IRModule.from_expr(Function([x], irpass.op.nn.relu(irpass.op.negative(x))))
+    with PassContext(opt_level=3):
+        fused = Sequential([get_pass("FuseOps")])(mod)
+    p0 = var("p0", shape=(3,))
+    prim = Function([p0], irpass.op.nn.relu(irpass.op.negative(p0))).with_attr("Primitive", 1)
+    expected = IRModule.from_expr(Function([x], Call(prim, [x])))
+    assert not structural_equal(fused, expected)
+    irpass.assert_structural_equal(fused, infer_type(expected))

@@ -1,4 +1,4 @@
-"""InferType: fill in ``checked_type`` on every expression of the module."""
+"""InferType: fill in ``checked_type`` on every expression, ``ret_type`` on every function."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from irpass.transform import PassContext, module_pass
 def InferType(mod: IRModule, ctx: PassContext) -> IRModule:
     """Infer the type of every expression (the core's type inference as a pass).
 
-    Every pass that reads ``checked_type`` lists ``"InferType"`` in its
-    ``required``. A type error is a :class:`irpass.TypeInferenceError` naming
-    the function and expression.
+    Like TVM's, it also gives every function without a ``ret_type`` (nested
+    ones included) its inferred return type, in a new module; a module whose
+    functions are all annotated comes back as the same object. Every pass
+    that reads ``checked_type`` lists ``"InferType"`` in its ``required``. A
+    type error is a :class:`irpass.TypeInferenceError` naming the function and
+    expression.
     """
     return infer_type(mod)
 
@@ -21,8 +24,9 @@ def typed_function(func: Function, mod: IRModule) -> Function:
     """``func`` with a type on every node, for the function passes that read types.
 
     They list InferType in ``required``, so this is usually ``func`` itself; when the
-    requirement was skipped (InferType disabled) the types are inferred here, which
-    may return a retyped copy.
+    requirement was skipped (InferType disabled, or the pass called directly) the
+    types are inferred here, which returns a copy when a function lacked its
+    ``ret_type`` or a node shared with another program had a different type.
     """
     if func.body._checked_type is not None and func._checked_type is not None:
         return func

@@ -4,20 +4,33 @@ Types are a cache derived from the program: the type of a node follows from
 its sub-expressions, the type annotations on vars and functions, the type
 relations of the ops it calls and, for a reference to a global function, the
 module it is inferred in. :func:`infer_type` recomputes that cache from
-scratch on each call and changes nothing else.
+scratch on each call.
 
-It returns its argument, or a copy where a node shared with another module
-would have needed a different type (as TVM's ``InferType`` returns a
-module). Passes build new modules that share their untouched functions with
-the old one, so the same ``Call`` of ``@f`` can sit in two modules whose
-``@f`` return different types. The inference first computes every type into
-a table; when no node that already carries a ``checked_type`` would get a
-different one (the common case) it writes the types in place and returns the
-argument. Otherwise it rebuilds the conflicting nodes and all their ancestors
-as fresh nodes (a let var whose type changes becomes a fresh var, remapped at
-every use), types those, and returns a new module (resp. expression): the
-input's nodes keep their old types. So always use the result:
-``mod = infer_type(mod)``.
+Like TVM's ``InferType``, it also fills in the annotation a function lacks:
+every ``Function`` without a ``ret_type`` (nested ones included) comes back
+with its inferred return type as ``ret_type``, so a program written without
+annotations compares structurally equal, after inference, to one a pass built
+with them (FuseOps annotates the functions it makes). Nothing else is
+annotated: function params must be annotated already, and a let var without
+annotation keeps none (its type is its ``checked_type``; TVM annotates it too,
+which here would copy every let of a program and remap each use of its var).
+
+It returns its argument when nothing needs a new node, and a copy otherwise
+(as TVM's ``InferType`` returns a module); the input is never changed beyond
+its ``checked_type`` caches. Nodes are immutable, so a function that gets a
+``ret_type`` is a new ``Function``, and so is every node above it (the lets,
+calls, ... on the path from the root): the rest is shared with the input.
+Types can also force a copy: passes build new modules that share their
+untouched functions with the old one, so the same ``Call`` of ``@f`` can sit
+in two modules whose ``@f`` return different types. The inference first
+computes every type into a table; when no node that already carries a
+``checked_type`` would get a different one (the common case) it writes the
+types in place, on the input's nodes. Otherwise it rebuilds the conflicting
+nodes and all their ancestors as fresh nodes (a let var whose type changes
+becomes a fresh var, remapped at every use) and types those: the input's
+nodes keep their old types. So always use the result:
+``mod = infer_type(mod)``. A module whose functions all carry a ``ret_type``
+comes back as the very same object, unless a type conflict forces a copy.
 
 Rules, by node kind:
 
@@ -42,7 +55,7 @@ Rules, by node kind:
 * ``If``: ``cond`` is ``Tensor[(), bool]``, both branches have the same type,
   which is the type of the ``If``.
 * ``Function``: ``FuncType(param types, body type)``; a ``ret_type``
-  annotation must equal the body type.
+  annotation must equal the body type, a missing one is filled in with it.
 * ``GlobalVar``: the type of the module's function of that name. Functions
   are inferred on demand in dependency order; a function that is called while
   it is being inferred (recursion, direct or mutual) must carry a ``ret_type``
@@ -58,10 +71,13 @@ The inference never recurses in Python: it runs one explicit work stack over
 the program, so dataflow chains, let chains, nested functions and chains of
 calls between global functions can all be arbitrarily deep. Every node is
 visited once per call (a shared sub-expression is inferred once), and the
-copy on a conflict is one more pass over the table, so the work is linear in
-the size of the program. Programs repeat a few distinct op calls many times,
-so most calls cost a lookup in the memo of op-call types rather than a run
-of their type relation.
+copy on a conflict, or to fill the ret_type of a nested function, is one more
+pass over the table, so the work is linear in the size of the program. A
+program whose only unannotated function is its root (a module of one
+function, a function given alone: what a program built without annotations
+usually is) costs one new ``Function`` more, not a pass. Programs repeat a
+few distinct op calls many times, so most calls cost a lookup in the memo of
+op-call types rather than a run of their type relation.
 """
 
 from __future__ import annotations
@@ -84,6 +100,7 @@ _T = TypeVar("_T", bound="Expr | IRModule")
 
 # Stores a node's checked_type: the slot's setter, without the name lookup of setattr.
 _set_checked_type = Expr._checked_type.__set__  # type: ignore[attr-defined]
+_unchecked_function = Function._unchecked
 
 #: The type an ``If`` condition must have.
 BOOL_SCALAR = TensorType((), "bool")
@@ -122,10 +139,15 @@ def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
     its function. For an expression, ``mod`` optionally gives the module that
     its ``GlobalVar`` references point into (their functions are inferred too).
 
-    The types are stored as each node's ``checked_type``. Returns the argument
-    itself, or, when some node shared with another program already carries a
-    different type, a copy whose changed nodes are fresh (see the module
-    docstring); write ``mod = infer_type(mod)``.
+    The types are stored as each node's ``checked_type``, and every function
+    without a ``ret_type`` gets its inferred return type as one. Returns the
+    argument itself when that changes no node, else a copy whose changed nodes
+    (the functions that got a ``ret_type``, the nodes whose type differs from
+    the one they carry for another program, and the nodes above those) are
+    fresh and the rest shared (see the module docstring); write
+    ``mod = infer_type(mod)``. The input is left as it was, but for the
+    ``checked_type`` caches of its nodes. For an expression, the functions of
+    ``mod`` are inferred but not annotated: they are not part of the result.
     Raises :class:`irpass.TypeInferenceError` for an ill-typed program.
     """
     if isinstance(expr_or_module, IRModule):
@@ -184,6 +206,8 @@ class _Inferrer:
         self.global_funcs: set[Function] = set()
         # Annotated vars met before any binding of them: the free vars, in order.
         self.unbound: list[Var] = []
+        # Functions without a ret_type, inner ones first: commit() fills it in.
+        self.unannotated: list[Function] = []
         # Memo of op-call types (see ``op_call_type``). ``rel_hits`` is keyed by
         # identities: (id(op), id(attrs), id(arg type), ...). Each id must stay the id of
         # that object for the run: the op and attrs are held by the call, a key of
@@ -209,7 +233,9 @@ class _Inferrer:
         for gv, func in mod.items():
             self.run(func)
             types[gv] = types[func]
-        remap = self.commit()
+        # In a module of one function, that function sits in no other node.
+        sole = next(iter(mod.functions.values())) if len(mod) == 1 else None
+        remap = self.commit(self.unannotated, sole)
         if not remap:
             return mod
         return IRModule({remap.get(gv, gv): remap.get(f, f) for gv, f in mod.items()})
@@ -220,18 +246,28 @@ class _Inferrer:
         if type(expr) is Function:
             self.labels.setdefault(expr, (None, ROOT_FUNCTION))
         self.run(expr)
-        remap = self.commit()
+        # The functions of ``mod`` inferred on demand are not part of the result: their
+        # annotations are filled when the module itself is inferred.
+        targets = self.unannotated
+        if self.global_funcs:
+            targets = [f for f in targets if f is expr or f not in self.global_funcs]
+        remap = self.commit(targets, expr if type(expr) is Function else None)
         if not remap:
             return expr, self.unbound
         return remap.get(expr, expr), [remap.get(v, v) for v in self.unbound]
 
-    def commit(self) -> dict[Expr, Expr]:
+    def commit(self, unannotated: list[Function], root: Function | None) -> dict[Expr, Expr]:
         """Store the inferred types; return the nodes that had to be copied (old -> new).
 
         In place when no node already carries a different type. Otherwise the
-        conflicting nodes and every node above them (in ``types`` order, which
-        puts children first) are rebuilt and the copies get the types, so nodes
-        shared with another program keep the types they have there.
+        conflicting nodes and every node above them are rebuilt and the copies
+        get the types, so nodes shared with another program keep the types they
+        have there. The functions of ``unannotated`` (those without a
+        ``ret_type``) and every node above them are rebuilt too, each such
+        function with its inferred return type as ``ret_type``; without a
+        conflict the input's nodes are typed in place all the same. ``root`` is
+        the function at the top of the program, if one is and no other node can
+        hold it: when it is the only function to annotate, it alone is copied.
         """
         types = self.types
         conflicts = []
@@ -247,17 +283,35 @@ class _Inferrer:
                 conflicts.append(n)
             else:
                 equal_to[id(old)] = t
-        if not conflicts:
-            for n, t in types.items():
-                _set_checked_type(n, t)
-            return {}
-        conflicting = set(conflicts)
-        remap: dict[Expr, Expr] = {}
+        if conflicts:
+            return self.rebuild({*conflicts, *unannotated}, in_place=False)
         for n, t in types.items():
-            if n in conflicting or any(c in remap for c in n.children()):
-                new = _rebuild(n, remap)
+            _set_checked_type(n, t)
+        if not unannotated:
+            return {}
+        if root is not None and len(unannotated) == 1 and unannotated[0] is root:
+            # The common case of a program built without annotations: no walk.
+            ty = types[root]
+            new = _function_of(root, root.params, root.body, ty)
+            _set_checked_type(new, ty)
+            return {root: new}
+        return self.rebuild(set(unannotated), in_place=True)
+
+    def rebuild(self, targets: set[Expr], in_place: bool) -> dict[Expr, Expr]:
+        """Copy ``targets`` and every node above them; return the copies (old -> new).
+
+        ``types`` order puts children first, so a node's children are copied
+        before it is looked at. The copies get the inferred types; so do the
+        other nodes unless ``in_place`` says they already have them.
+        """
+        remap: dict[Expr, Expr] = {}
+        for n, t in self.types.items():
+            if n in targets or any(c in remap for c in n.children()):
+                new = _rebuild(n, remap, t)
                 remap[n] = new
                 n = new
+            elif in_place:
+                continue
             _set_checked_type(n, t)
         return remap
 
@@ -696,6 +750,8 @@ class _Inferrer:
                 f"{self.label(func)} is annotated to return {func.ret_type} but its body has "
                 f"type {body}",
             )
+        if func.ret_type is None:
+            self.unannotated.append(func)
         return FuncType(tuple(self.var_types[p] for p in func.params), body)
 
 
@@ -768,8 +824,14 @@ def _types(types: tuple[Type, ...]) -> str:
     return ", ".join(str(t) for t in types)
 
 
-def _rebuild(node: Expr, remap: dict[Expr, Expr]) -> Expr:
-    """A fresh copy of ``node`` whose children are replaced as ``remap`` says."""
+def _function_of(func: Function, params: tuple[Var, ...], body: Expr, ty: FuncType) -> Function:
+    """A copy of ``func`` with ``params`` and ``body``, annotated with its inferred return type."""
+    ret = func.ret_type if func.ret_type is not None else ty.ret_type
+    return _unchecked_function(params, body, ret, func.attrs)
+
+
+def _rebuild(node: Expr, remap: dict[Expr, Expr], ty: Type) -> Expr:
+    """A fresh copy of ``node`` (of type ``ty``) whose children are replaced as ``remap`` says."""
     get = remap.get
     t = type(node)
     if t is Call:
@@ -788,8 +850,8 @@ def _rebuild(node: Expr, remap: dict[Expr, Expr]) -> Expr:
         return If(get(c, c), get(a, a), get(b, b))
     if t is Function:
         body = node.body
-        params = [get(p, p) for p in node.params]
-        return Function(params, get(body, body), node.ret_type, node.attrs)
+        params = tuple([get(p, p) for p in node.params])
+        return _function_of(node, params, get(body, body), ty)  # type: ignore[arg-type]
     if t is GlobalVar:
         return GlobalVar(node.name_hint)
     if t is Constant:
