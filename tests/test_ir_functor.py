@@ -101,7 +101,7 @@ def test_visitor_visits_every_node_of_a_dag_once():
     v = Counter()
     v.visit(c)
     assert v.calls == 3
-    assert v.seen == [a, b, c]  # children before parents
+    assert v.seen == [c, b, a]  # parents before children, as TVM's ExprVisitor
 
 
 def test_visitor_reaches_every_kind_of_node():
@@ -399,3 +399,268 @@ def test_overriding_visit_sees_inner_nodes_of_a_visitor():
     Record().visit(root)
     assert a in seen and root.args[0] in seen
     assert {s for s in seen if isinstance(s, Call)} == {a, root.args[0], root}
+
+
+# -- parent first, and pruning (TVM's Python ExprVisitor) ------------------------------------
+
+
+def _tvm_order(root, prune=lambda node: False):
+    """The order in which TVM's recursive ExprVisitor enters the visit_* methods.
+
+    A reference written out here (recursive, for small programs): memoized by
+    identity, parent first, children in field order; ``prune(node)`` true means
+    the node's method does not visit its children.
+    """
+    order, seen = [], set()
+
+    def visit(node):
+        if node in seen:
+            return
+        seen.add(node)
+        order.append(node)
+        if prune(node):
+            return
+        if isinstance(node, Call):
+            children = [node.op, *node.args]
+        elif isinstance(node, Tuple):
+            children = node.fields
+        elif isinstance(node, TupleGetItem):
+            children = [node.tuple_value]
+        elif isinstance(node, Let):
+            children = [node.var, node.value, node.body]
+        elif isinstance(node, If):
+            children = [node.cond, node.true_branch, node.false_branch]
+        elif isinstance(node, Function):
+            children = [*node.params, node.body]
+        else:
+            children = []
+        for child in children:
+            visit(child)
+
+    visit(root)
+    return order
+
+
+class Recorder(ExprVisitor):
+    """Records every node whose visit_* method runs; prunes where ``prune(node)``."""
+
+    def __init__(self, prune=lambda node: False):
+        super().__init__()
+        self.order = []
+        self.prune = prune
+
+    def _record(self, node, base):
+        self.order.append(node)
+        if not self.prune(node):
+            base(self, node)
+
+    def visit_var(self, node):
+        self._record(node, ExprVisitor.visit_var)
+
+    def visit_global_var(self, node):
+        self._record(node, ExprVisitor.visit_global_var)
+
+    def visit_constant(self, node):
+        self._record(node, ExprVisitor.visit_constant)
+
+    def visit_op(self, node):
+        self._record(node, ExprVisitor.visit_op)
+
+    def visit_tuple(self, node):
+        self._record(node, ExprVisitor.visit_tuple)
+
+    def visit_tuple_getitem(self, node):
+        self._record(node, ExprVisitor.visit_tuple_getitem)
+
+    def visit_call(self, node):
+        self._record(node, ExprVisitor.visit_call)
+
+    def visit_let(self, node):
+        self._record(node, ExprVisitor.visit_let)
+
+    def visit_if(self, node):
+        self._record(node, ExprVisitor.visit_if)
+
+    def visit_function(self, node):
+        self._record(node, ExprVisitor.visit_function)
+
+
+def _sample_program():
+    x, y, p = var("x"), var("y"), var("p")
+    shared = neg(x)
+    inner = Function([p], add(p, shared))
+    t = Tuple([shared, const(2.0), GlobalVar("g")])
+    only_here = TupleGetItem(Tuple([Call(TANH, [x])]), 0)
+    return Function(
+        [x],
+        Let(y, t, If(TupleGetItem(y, 0), Call(inner, [TupleGetItem(y, 1)]),
+                     add(shared, only_here))),
+    )
+
+
+def test_children_are_visited_after_their_parent_in_tvms_order():
+    root = _sample_program()
+    rec = Recorder()
+    rec.visit(root)
+    assert rec.order == _tvm_order(root)
+    assert rec.order[0] is root
+    assert len(rec.order) == len(set(rec.order))  # each node once
+
+
+@pytest.mark.parametrize(
+    "kind", [Call, Tuple, TupleGetItem, Let, If, Function], ids=lambda k: k.__name__
+)
+def test_a_method_that_does_not_call_super_prunes_the_children(kind):
+    root = _sample_program()
+
+    def prune(node):
+        return type(node) is kind
+
+    rec = Recorder(prune)
+    rec.visit(root)
+    assert rec.order == _tvm_order(root, prune)
+    # something below a pruned node is missing (its children are not visited)
+    assert len(rec.order) < len(_tvm_order(root))
+
+
+def test_pruning_a_call_skips_its_arguments_but_not_other_uses_of_them():
+    x, y = var("x"), var("y")
+    shared = neg(y)
+    root = Tuple([Call(TANH, [add(x, shared)]), shared])
+    seen = []
+
+    class NoTanh(ExprVisitor):
+        def visit_call(self, call):
+            seen.append(call)
+            if call.op is not TANH:
+                super().visit_call(call)
+
+        def visit_var(self, v):
+            seen.append(v)
+
+    NoTanh().visit(root)
+    assert root.fields[0] in seen
+    assert root.fields[0].args[0] not in seen and x not in seen  # below tanh: pruned
+    assert shared in seen and y in seen  # reached again through the tuple
+
+
+def test_let_binding_override_prunes_the_binding_and_keeps_the_body():
+    x, t, u = var("x"), Var("t"), Var("u")
+    value = neg(x)
+    body = add(u, u)
+    expr = Let(t, value, Let(u, Call(TANH, [x]), body))
+    lets, calls = [], []
+
+    class SkipBindings(ExprVisitor):
+        def visit_let(self, let):
+            lets.append(let)
+            super().visit_let(let)
+
+        def visit_let_binding(self, let):
+            pass
+
+        def visit_call(self, call):
+            calls.append(call)
+            super().visit_call(call)
+
+    SkipBindings().visit(expr)
+    assert lets == [expr, expr.body]  # every let of a chain gets its own visit_let
+    assert calls == [body]  # the values were pruned, the body visited
+
+
+def test_code_after_super_runs_before_the_children_are_visited():
+    x = var("x")
+    inner = neg(x)
+    root = add(inner, x)
+    events = []
+
+    class Trace(ExprVisitor):
+        def visit_call(self, call):
+            events.append(("enter", call))
+            super().visit_call(call)
+            events.append(("after super", call))
+
+    Trace().visit(root)
+    assert events == [("enter", root), ("after super", root),
+                      ("enter", inner), ("after super", inner)]
+
+
+def test_self_visit_inside_a_method_asks_for_the_node_in_order():
+    x, y = var("x"), var("y")
+    a, b = neg(x), neg(y)
+    root = add(a, b)
+    order = []
+
+    class Reverse(ExprVisitor):
+        def visit_call(self, call):
+            order.append(call)
+            for arg in reversed(call.args):  # no super(): only the args, last first
+                self.visit(arg)
+
+        def visit_var(self, v):
+            order.append(v)
+
+    Reverse().visit(root)
+    assert order == [root, b, y, a, x]
+
+
+def test_overriding_visit_can_prune_too():
+    x, y = var("x"), var("y")
+    skipped = neg(x)
+    root = add(skipped, neg(y))
+    seen = []
+
+    class NoNeg(ExprVisitor):
+        def visit(self, expr):
+            seen.append(expr)
+            if expr is not skipped:
+                super().visit(expr)
+
+    NoNeg().visit(root)
+    assert skipped in seen and x not in seen
+    assert y in seen and root.args[1] in seen
+
+
+def test_a_visitor_is_reusable_after_a_method_raised():
+    x = var("x")
+    calls = []
+
+    class Fails(ExprVisitor):
+        def visit_call(self, call):
+            calls.append(call)
+            if call.op is TANH:
+                raise ValueError("boom")
+            super().visit_call(call)
+
+    v = Fails()
+    with pytest.raises(ValueError, match="boom"):
+        v.visit(Call(TANH, [x]))
+    other = neg(neg(x))
+    v.visit(other)  # a new traversal: the failed one left nothing behind
+    assert calls[-2:] == [other, other.args[0]]
+
+
+def test_deeply_nested_functions_do_not_recurse():
+    x = var("x")
+    body = neg(x)
+    depth = 20_000
+    for i in range(depth):
+        body = Call(Function([var(f"p{i}")], body), [x])
+    rec = Counter()
+    rec.visit(Function([x], body))
+    assert rec.calls == depth + 1  # the calls of the functions and the neg
+
+
+def test_pruning_visitor_on_a_deep_chain_does_not_recurse():
+    x = var("x")
+    deep = chain(100_000, x)
+    n = [0]
+
+    class Half(ExprVisitor):
+        def visit_call(self, call):
+            n[0] += 1
+            if n[0] < 50_000:  # the 50,000th call prunes the rest of the chain
+                super().visit_call(call)
+
+    Half().visit(deep)
+    assert n[0] == 50_000

@@ -3,23 +3,29 @@
 Programs can be a million nodes deep, far past Python's recursion limit, so
 the traversals never recurse along the ways a program grows deep:
 
-* dataflow nodes (``Call``, ``Tuple``, ``TupleGetItem``), ``If`` (its
-  condition and branches) and the value of a ``Let`` are walked with an
-  explicit stack in post-order before the node's own ``visit_*`` method runs,
-  so when ``visit_call`` asks for ``self.visit(arg)`` the answer is already
-  memoized (TVM's ``MixedModeVisitor`` works the same way for dataflow nodes);
-* ``let`` chains (a let whose body is a let ...) are walked with a loop in the
-  default ``visit_let``; override :meth:`ExprVisitor.visit_let_binding` /
-  :meth:`ExprMutator.visit_let_binding` to act on each binding of a chain,
-  for instance to substitute a var before the body is visited.
+* :class:`ExprVisitor` visits parent first, as TVM's Python ``ExprVisitor``
+  does: a node's ``visit_*`` method runs, and the children it asks for
+  (through ``super().visit_*`` or ``self.visit``) are visited once it has
+  returned, from an explicit stack. A method that does not ask for its
+  children prunes them. No part of a program recurses, nested functions
+  included.
+* :class:`ExprMutator` rebuilds bottom-up: dataflow nodes (``Call``,
+  ``Tuple``, ``TupleGetItem``), ``If`` (its condition and branches) and the
+  value of a ``Let`` are walked with an explicit stack in post-order before
+  the node's own ``visit_*`` method runs, so when ``visit_call`` asks for
+  ``self.visit(arg)`` the answer is already memoized (TVM's
+  ``MixedModeVisitor`` works the same way for dataflow nodes); ``let`` chains
+  (a let whose body is a let ...) are walked with a loop in the default
+  ``visit_let``; override :meth:`ExprMutator.visit_let_binding` to act on
+  each binding of a chain, for instance to substitute a var before the body
+  is visited. Only function bodies recurse (a closure inside a closure ...),
+  which is bounded by how deeply the program nests functions, not by its
+  size. Because children are rewritten before the parent's method runs,
+  override ``visit_*`` to change how a node is rebuilt, not to skip some of
+  its children.
 
-Only function bodies recurse (a closure inside a closure ...), which is
-bounded by how deeply the program nests functions, not by its size.
-
-Because children are visited before the parent's method runs, override
-``visit_*`` to change how a node is rebuilt, not to skip visiting some of its
-children. Overriding ``visit`` itself works too (TVM's Python idiom): it is
-called for every node, inner ones included, and what it returns is what the
+Overriding ``visit`` itself works in both (TVM's Python idiom): it is called
+for every node, inner ones included; in a mutator, what it returns is what the
 parent sees.
 
 Every sub-expression of a DAG is visited once: both classes memoize by node
@@ -54,8 +60,8 @@ _METHOD_OF: dict[type, str] = {
     Op: "visit_op",
 }
 
-# Node kinds whose children are walked with the explicit stack (for Let: its value only,
-# so visit_let_binding still runs before the body is visited).
+# Node kinds whose children ExprMutator walks with the explicit stack (for Let: its value
+# only, so visit_let_binding still runs before the body is visited).
 _EXPANDED = frozenset({Call, Tuple, TupleGetItem, If, Let})
 
 
@@ -138,111 +144,213 @@ ExprFunctor._vtable = {node: getattr(ExprFunctor, name) for node, name in _METHO
 
 
 class ExprVisitor(ExprFunctor):
-    """Visits every sub-expression once; override ``visit_*`` to collect information.
+    """Visits sub-expressions once each, parent first; override ``visit_*`` to collect.
 
-    An overriding method that still wants the children visited calls the
-    base method (``super().visit_call(call)``).
+    As in TVM's Python ``ExprVisitor``, the default ``visit_<kind>`` method of
+    a node is what visits its children, so an override decides whether they
+    are visited: one that calls the base method (``super().visit_call(call)``)
+    or ``self.visit(child)`` gets them visited, one that does not prunes them.
+    Every ``visit_*`` method prunes that way:
+
+    * ``visit_call``: the op, then the args;
+    * ``visit_tuple``: the fields; ``visit_tuple_getitem``: the tuple;
+    * ``visit_let``: :meth:`visit_let_binding` (the var, then the value), then
+      the body; override ``visit_let_binding`` to prune or act on a binding
+      alone;
+    * ``visit_if``: the condition, then the true and the false branch;
+    * ``visit_function``: the params, then the body;
+    * ``visit_var``, ``visit_global_var``, ``visit_constant``, ``visit_op``:
+      no children.
+
+    Order: a node's ``visit_*`` method runs before any of its children's;
+    the children it asks for are visited in the order asked, each with its
+    whole subtree (depth first), before the node's later siblings. The
+    ``visit_*`` methods are entered in the order TVM's recursive visitor
+    enters them. What differs, so that no program depth can exhaust Python's
+    stack: inside a traversal, ``self.visit(e)`` (hence ``super().visit_*``)
+    does not visit ``e`` at once but asks for it, and the children are visited
+    *after* the method returns. So code placed after ``super().visit_call(call)``
+    runs before the args are visited. For work that needs the children done
+    first, use :func:`post_order_visit` or an :class:`ExprMutator`.
+
+    A node reached again (a DAG's shared sub-expression) is not visited
+    again; a node pruned below one parent is still visited when another
+    parent asks for it. An overriding ``visit`` (TVM's idiom) is called for
+    every node a method asks for, when it asks, and for the root; what it
+    passes on to ``super().visit`` is visited.
     """
 
     _custom_visit = False
+    # Node kinds whose visit_* is the base one (and visit is not overridden): the
+    # traversal pushes their children itself, without a method call per node.
+    _inline: frozenset[type] = frozenset()
+    # Leaf kinds whose visit_* is the base one (which does nothing): never pushed.
+    _skip: frozenset[type] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._custom_visit = cls.visit is not ExprVisitor.visit
+        cls._inline, cls._skip = _defaults(cls)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ExprVisitor:
         self = super().__new__(cls)
         # In __new__ so a subclass that forgets super().__init__() still works.
         self._visited = set()
-        self._direct = None
+        self._asked = None  # while a traversal runs: what the current method asks for
         return self
 
     def visit(self, expr: Expr) -> None:
-        """Visit ``expr`` unless it was visited already."""
-        visited = self._visited
-        if expr in visited:
-            return
-        t = type(expr)
-        if t in _EXPANDED and expr is not self._direct:
-            self._visit_expanded(expr)
-            return
-        self._direct = None
-        visited.add(expr)
-        try:
-            method = self._vtable[t]
-        except KeyError:
-            raise TypeError(f"{type(self).__name__} cannot visit {t.__name__} {expr!r}") from None
-        method(self, expr)
+        """Visit ``expr`` and everything below it that the ``visit_*`` methods ask for.
 
-    def _visit_expanded(self, root: Expr) -> None:
+        Called while a traversal runs (from a ``visit_*`` method), it asks for
+        ``expr`` instead: ``expr`` is visited after that method returns.
+        """
+        asked = self._asked
+        if asked is not None:
+            if expr not in self._visited:
+                asked.append(expr)
+            return
+        if expr not in self._visited:
+            self._traverse(expr)
+
+    def _traverse(self, root: Expr) -> None:
         visited = self._visited
         vtable = self._vtable
-        custom = self._custom_visit
-        for node in _post_order(root, visited):
-            if custom and node is not root:
-                # Let an overriding visit() see inner nodes too; `_direct` tells the
-                # base visit() that this node's children are done.
-                self._direct = node
-                self.visit(node)
+        inline = self._inline
+        skip = self._skip
+        # Nodes to visit, the next one last; a method's asks are pushed reversed, so
+        # they come off in the order asked, each with its subtree before the next.
+        stack: list[Expr] = [root]
+        push = stack.append
+        pop = stack.pop
+        asked: list[Expr] = []
+        self._asked = asked
+        try:
+            while stack:
+                node = pop()
+                if node in visited:
+                    continue
+                t = type(node)
+                if t in inline:
+                    visited.add(node)
+                    if t is Call:
+                        args = node.args
+                        for child in reversed(args) if len(args) > 1 else args:
+                            if type(child) not in skip and child not in visited:
+                                push(child)
+                        child = node.op
+                    elif t is Let:
+                        for child in (node.body, node.value):
+                            if type(child) not in skip and child not in visited:
+                                push(child)
+                        child = node.var
+                    elif t is Tuple:
+                        for child in reversed(node.fields):
+                            if type(child) not in skip and child not in visited:
+                                push(child)
+                        continue
+                    elif t is TupleGetItem:
+                        child = node.tuple_value
+                    elif t is If:
+                        for child in (node.false_branch, node.true_branch):
+                            if type(child) not in skip and child not in visited:
+                                push(child)
+                        child = node.cond
+                    else:  # Function
+                        child = node.body
+                        if type(child) not in skip and child not in visited:
+                            push(child)
+                        for child in reversed(node.params):
+                            if type(child) not in skip and child not in visited:
+                                push(child)
+                        continue
+                    if type(child) not in skip and child not in visited:
+                        push(child)
+                    continue
+                try:
+                    method = vtable[t]
+                except KeyError:
+                    raise TypeError(
+                        f"{type(self).__name__} cannot visit {t.__name__} {node!r}"
+                    ) from None
                 visited.add(node)
-            else:
-                visited.add(node)
-                vtable[type(node)](self, node)
+                method(self, node)
+                if asked:
+                    asked.reverse()
+                    stack += asked
+                    asked.clear()
+        finally:
+            self._asked = None
 
     def visit_var(self, var: Var) -> None:
-        pass
+        """A var: no children."""
 
     def visit_global_var(self, gv: GlobalVar) -> None:
-        pass
+        """A global var: no children (the function it names is not visited)."""
 
     def visit_constant(self, const: Constant) -> None:
-        pass
+        """A constant: no children."""
 
     def visit_op(self, op: Op) -> None:
-        pass
+        """An op: no children."""
 
     def visit_tuple(self, tup: Tuple) -> None:
+        """Ask for the fields."""
         visit = self.visit
         for f in tup.fields:
             visit(f)
 
     def visit_tuple_getitem(self, item: TupleGetItem) -> None:
+        """Ask for the tuple."""
         self.visit(item.tuple_value)
 
     def visit_call(self, call: Call) -> None:
+        """Ask for the op, then the args."""
         visit = self.visit
         visit(call.op)
         for a in call.args:
             visit(a)
 
     def visit_let(self, let: Let) -> None:
-        """Visit a whole chain of lets iteratively (bindings in order, then the final body)."""
-        visited = self._visited
-        node = let
-        while True:
-            self.visit_let_binding(node)
-            body = node.body
-            if type(body) is not Let or body in visited:
-                break
-            visited.add(body)
-            node = body
-        self.visit(body)
+        """Ask for the binding (:meth:`visit_let_binding`), then the body.
+
+        Each ``Let`` of a chain (a let whose body is a let ...) gets its own
+        call, as the traversal reaches it through the body of the one above.
+        """
+        self.visit_let_binding(let)
+        self.visit(let.body)
 
     def visit_let_binding(self, let: Let) -> None:
-        """Visit one binding of a let chain: its var, then its value."""
+        """Ask for the var, then the value of one binding."""
         self.visit(let.var)
         self.visit(let.value)
 
     def visit_if(self, node: If) -> None:
+        """Ask for the condition, then the true and the false branch."""
         self.visit(node.cond)
         self.visit(node.true_branch)
         self.visit(node.false_branch)
 
     def visit_function(self, func: Function) -> None:
+        """Ask for the params, then the body."""
         visit = self.visit
         for p in func.params:
             visit(p)
         visit(func.body)
+
+
+def _defaults(cls: type[ExprVisitor]) -> tuple[frozenset[type], frozenset[type]]:
+    """The node kinds ``cls`` visits with the base methods: (with children, leaves)."""
+    if cls._custom_visit:
+        return frozenset(), frozenset()  # the overriding visit must see every node
+    own = {t for t, name in _METHOD_OF.items() if getattr(cls, name) is getattr(ExprVisitor, name)}
+    if cls.visit_let_binding is not ExprVisitor.visit_let_binding:
+        own.discard(Let)
+    leaves = {Var, GlobalVar, Constant, Op}
+    return frozenset(own - leaves), frozenset(own & leaves)
+
+
+ExprVisitor._inline, ExprVisitor._skip = _defaults(ExprVisitor)
 
 
 class ExprMutator(ExprFunctor):
