@@ -30,6 +30,8 @@ from irpass.ir.describe import describe
 from irpass.ir.expr import set_checked_type
 from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
 from irpass.ir.type_infer import infer_type_and_free_vars
+from irpass.testing import strategies as sts
+from irpass.testing.inputs import random_inputs
 
 F32_3 = TensorType((3,), "float32")
 F32_4 = TensorType((4,), "float32")
@@ -1049,3 +1051,42 @@ def test_fuse_ops_output_equals_the_hand_built_program_after_infer_type():
     expected = IRModule.from_expr(Function([x], Call(prim, [x])))
     assert not structural_equal(fused, expected)
     irpass.assert_structural_equal(fused, infer_type(expected))
+
+
+@settings(max_examples=60, deadline=None)
+@given(sts.modules(max_nodes=30))
+def test_random_programs_get_every_ret_type_and_keep_their_meaning(mod):
+    # The programs' own functions without their return annotation, but for those a
+    # recursive call needs it.
+    keep = set()
+    while True:
+        bare = IRModule({
+            gv: f if gv.name_hint in keep else Function(f.params, f.body, None, f.attrs)
+            for gv, f in mod.items()
+        })
+        try:
+            infer_type(IRModule(dict(bare.functions)))
+            break
+        except TypeInferenceError as err:
+            assert "called recursively" in str(err)
+            keep.add(err.expr.name_hint)
+    before = irpass.structural_hash(bare)
+    typed = infer_type(bare)
+    assert irpass.structural_hash(bare) == before
+    for f in _functions(typed):
+        assert f.ret_type == f.body.checked_type
+    assert irpass.ir.well_formed(typed)
+    assert infer_type(typed) is typed
+    irpass.assert_structural_equal(typed, infer_type(mod))
+    args = random_inputs(bare, 0)
+    got, want = _leaves(irpass.evaluate(typed, **args)), _leaves(irpass.evaluate(bare, **args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def _leaves(value):
+    """The arrays of a (nested) tuple result, in order."""
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
