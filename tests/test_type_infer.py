@@ -1090,3 +1090,17 @@ def _leaves(value):
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_a_type_reading_pass_called_directly_returns_annotated_functions():
+    # typed_function re-infers a function whose nodes carry types but which lacks its
+    # ret_type (an earlier infer_type's result was dropped), so the pass's output is
+    # annotated as it is after InferType, whatever was typed before.
+    x = var("x", shape=(3,))
+    mod = IRModule.from_expr(Function([x], irpass.op.negative(irpass.op.negative(x))))
+    infer_type(mod)  # result dropped: the nodes are typed, @main has no ret_type
+    assert mod["main"].body._checked_type is not None and mod["main"].ret_type is None
+    with irpass.transform.PassContext(opt_level=3):
+        out = irpass.transform.get_pass("SimplifyExpr")(mod)
+    assert out["main"].body is x  # double negation removed
+    assert out["main"].ret_type == F32_3

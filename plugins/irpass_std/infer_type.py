@@ -26,8 +26,13 @@ def typed_function(func: Function, mod: IRModule) -> Function:
     They list InferType in ``required``, so this is usually ``func`` itself; when the
     requirement was skipped (InferType disabled, or the pass called directly) the
     types are inferred here, which returns a copy when a function lacked its
-    ``ret_type`` or a node shared with another program had a different type.
+    ``ret_type`` or a node shared with another program had a different type. So
+    what such a pass rebuilds carries every ``ret_type``, as after InferType.
     """
-    if func.body._checked_type is not None and func._checked_type is not None:
+    if (
+        func.ret_type is not None
+        and func.body._checked_type is not None
+        and func._checked_type is not None
+    ):
         return func
     return infer_type(func, mod)
