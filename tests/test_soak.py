@@ -17,11 +17,13 @@ from irpass.ir import (
     Call,
     ExprMutator,
     Function,
+    IRModule,
     Let,
     Op,
     Var,
     parse,
     structural_equal,
+    var,
 )
 from irpass.ir.expr import _set
 from irpass.testing import soak
@@ -316,3 +318,39 @@ def test_each_pass_changes_some_generated_program(name, how, typed_programs):
             out = p(mod)
             changed += not structural_equal(out, typed)
     assert changed >= 1, f"{name} changed none of 200 generated programs"
+
+
+def test_shrink_handles_a_recursive_let():
+    # replacing a let by its body substitutes the var by its value: never for a function
+    # that calls itself through that var (the substitution would not end)
+    mod = parse(
+        """
+        #[version = "irpass 0.1"]
+        def @main(%x: Tensor[(2,), float32]) {
+          let %f: fn (Tensor[(), int32], Tensor[(2,), float32]) -> Tensor[(2,), float32] =
+            fn (%n: Tensor[(), int32], %y: Tensor[(2,), float32]) -> Tensor[(2,), float32] {
+              if (greater(%n, 0i32)) { %f(subtract(%n, 1i32), tanh(%y)) } else { %y }
+            };
+          negative(%f(2i32, %x))
+        }
+        """
+    )
+    small = shrink(mod, lambda m: "negative(" in str(m["main"]), budget=20)
+    assert "negative(" in str(small["main"])
+    assert "greater(" not in str(small["main"])  # the loop went, the negative stayed
+
+
+def test_generated_pooling_windows_always_read_data():
+    from irpass.testing.programs import _windows_touch_data
+
+    x = var("x", shape=(1, 2, 1, 5))
+    # dilation 2 over one row padded by 1 on each side: the window rows are -1 and 1
+    bad = op.nn.max_pool2d(x, pool_size=(2, 1), dilation=(2, 1), padding=(1, 0, 1, 0))
+    ok = op.nn.max_pool2d(x, pool_size=(2, 1), padding=(1, 0, 0, 0))
+    typed_bad = irpass.ir.infer_type(IRModule.from_expr(Function([x], bad)))["main"].body
+    typed_ok = irpass.ir.infer_type(IRModule.from_expr(Function([x], ok)))["main"].body
+    assert not _windows_touch_data(x.type_annotation.shape, typed_bad.checked_type.shape,
+                                   bad.attrs)
+    assert _windows_touch_data(x.type_annotation.shape, typed_ok.checked_type.shape, ok.attrs)
+    out = irpass.evaluate(IRModule.from_expr(Function([x], bad)), np.ones((1, 2, 1, 5), "f4"))
+    assert np.isneginf(out).any()  # what the generator must not build

@@ -113,6 +113,11 @@ _NN_SHAPES: tuple[tuple[int, ...], ...] = (
     (1, 4, 6, 6), (2, 3, 5, 5), (1, 6, 6, 4), (1, 8, 4, 4), (2, 6), (3, 8), (2, 4, 6),
 )
 _MAX_BOUND = 1e4
+# the kinds of step a program is built from (``_Generator.step``)
+_KINDS = ("unary", "binary", "reduce", "create", "dup", "fodder", "constant", "layout", "tuple",
+          "concat_split", "compare", "cast", "nn", "pattern", "let_value", "twin_blocks", "if",
+          "closure",
+          "loop", "global_call", "empty")
 _NAMES = ("x", "y", "v", "x_1", "tmp", "t")
 _FLOATS = ("float32", "float64")
 
@@ -272,6 +277,23 @@ def _mul_interval(a: _Value | tuple[float, float], b: _Value | tuple[float, floa
     return _interval([alo * blo, alo * bhi, ahi * blo, ahi * bhi])
 
 
+def _windows_touch_data(in_shape: tuple[int, ...], out_shape: tuple[int, ...],
+                        attrs: Any) -> bool:
+    """Whether every window of a pooling call reads at least one element of its input
+    (with dilation and padding a window can fall between the rows, in the padding)."""
+    layout, out_layout = attrs["layout"], attrs["out_layout"] or attrs["layout"]
+    pads = attrs["padding"]
+    for axis, before in (("H", pads[0]), ("W", pads[1])):
+        k = 0 if axis == "H" else 1
+        size, count = in_shape[layout.index(axis)], out_shape[out_layout.index(axis)]
+        window, stride, dil = attrs["pool_size"][k], attrs["strides"][k], attrs["dilation"][k]
+        for o in range(count):
+            taps = (o * stride - before + i * dil for i in range(window))
+            if not any(0 <= t < size for t in taps):
+                return False
+    return True
+
+
 def _reach(expr: Expr, bound: dict[Var, Expr]) -> set[Expr]:
     """The nodes ``expr`` uses, through the values of the let vars in ``bound``."""
     seen: set[Expr] = set()
@@ -348,6 +370,10 @@ class _Generator:
         self.fn: _Function = _Function([], True)
         self.np_rng = np.random.default_rng(choices.seed())
         self.closure_depth = 0
+        # Each program leans its own way: some kinds of step much likelier than usual,
+        # some rarer, and anywhere from a few to all values let-bound (A-normal-ish).
+        self.profile = {kind: choices.choice([1.0, 1.0, 0.3, 3.0]) for kind in _KINDS}
+        self.let_rate = choices.choice([0.2, 0.2, 0.05, 0.5, 0.9])
 
     # -- small helpers --------------------------------------------------------------------
     def on(self, feature: str) -> bool:
@@ -468,7 +494,7 @@ class _Generator:
         """Add one new node (or a few) to ``scope.pool``."""
         self.budget -= 1
         kinds: list[tuple[str, float]] = [("unary", 6), ("binary", 7), ("reduce", 2),
-                                          ("create", 0.6), ("dup", 1.5)]
+                                          ("create", 0.6), ("dup", 1.5), ("fodder", 1.5)]
         on = self.on
         if on("constants"):
             kinds.append(("constant", 0.8))
@@ -481,15 +507,18 @@ class _Generator:
         if on("nn"):
             kinds += [("nn", 5), ("pattern", 2)]
         if on("lets"):
-            kinds.append(("let_value", 1.2))
+            kinds += [("let_value", 1.2), ("twin_blocks", 0.4)]
         if on("ifs") and self.budget > 3:
             kinds.append(("if", 1.8))
         if on("closures") and self.budget > 2 and self.closure_depth < 2:
             kinds.append(("closure", 1.0))
+            if on("lets") and on("ifs") and on("dtypes"):
+                kinds.append(("loop", 0.4))
         if self.globals:
             kinds.append(("global_call", 1.5))
         if on("empty"):
             kinds.append(("empty", 0.3))
+        kinds = [(k, w * self.profile.get(k, 1.0)) for k, w in kinds]
         for _attempt in range(6):
             kind = self.c.weighted(kinds)
             try:
@@ -502,7 +531,7 @@ class _Generator:
             new = self._unary(scope)
         if not any(v is new for v in scope.pool):
             scope.pool.append(new)
-        if on("lets") and self.c.chance(0.2):
+        if on("lets") and self.c.chance(self.let_rate):
             self.bind(scope, new)
 
     def bind(self, scope: _Scope, v: _Value) -> _Value:
@@ -642,6 +671,8 @@ class _Generator:
                     return v.bound * a.bound <= limit
                 return v.bound + a.bound <= limit
             b = self.partner(scope, a, fits)
+            if self.c.chance(0.5):
+                a, b = b, a
             if name == "add":
                 lo, hi = a.lo + b.lo, a.hi + b.hi
             elif name == "subtract":
@@ -654,8 +685,6 @@ class _Generator:
                 lo, hi = min(a.lo, b.lo), min(a.hi, b.hi)
             exact = (a.dtype not in _FLOATS or name in ("maximum", "minimum")) and a.exact \
                 and b.exact
-            if name != "power" and self.c.chance(0.5):
-                a, b = b, a
         if max(abs(lo), abs(hi)) > limit:
             return None
         call, ty = _call(name, [a, b])
@@ -720,6 +749,86 @@ class _Generator:
         else:
             lo, hi = a.lo, a.hi
         return _Value(call, ty, lo, hi, a.exact)
+
+    def _fodder(self, scope: _Scope) -> _Value | None:
+        """Chains the simplifiers look for: consecutive affine ops with constants, shape
+        ops that compose or cancel, identities (``x + 0``, ``x * ones_like(x)``, ``0 - x``,
+        ``x / 1``, ``-(-x)``, a cast to the same dtype, a one-tensor concatenate)."""
+        x = self.pick_float(scope, lambda v: len(v.shape) >= 1 and v.size > 0, max_bound=100)
+        if x is None:
+            return None
+        kind = self.c.choice(["affine", "affine", "shape", "identity"])
+        if kind == "affine":
+            for _ in range(self.c.integer(2, 3)):
+                op = self.c.choice(["add", "subtract", "multiply"] + (
+                    ["nn.bias_add"] if self.on("nn") else []))
+                if op == "nn.bias_add":
+                    axis = self.channel_axis(x)
+                    c = self.constant((x.shape[axis],))
+                    call, ty = _call(op, [x, c], {"axis": axis})
+                    x = self.add(scope, _Value(call, ty, x.lo + c.lo, x.hi + c.hi, False))
+                    continue
+                shape = self.c.choice([x.shape, x.shape[-1:], ()])
+                c = self.constant(shape, 0.5, 1.5) if op == "multiply" else self.constant(shape)
+                call, ty = _call(op, [x, c])
+                lo, hi = {"add": (x.lo + c.lo, x.hi + c.hi), "subtract": (x.lo - c.hi,
+                          x.hi - c.lo)}.get(op) or _mul_interval(x, c)
+                x = self.add(scope, _Value(call, ty, lo, hi, False))
+            return x
+        if kind == "shape" and self.on("layout"):
+            first = self.c.choice(["reshape", "transpose", "expand_dims", "layout_transform"])
+            if first == "reshape":
+                call, ty = _call("reshape", [x], {"newshape": [-1]})
+                y = self.add(scope, x.like(call, ty))
+                call, ty = _call("reshape", [y], {"newshape": list(x.shape)
+                                                  if self.c.chance(0.5) else [1, -1]})
+            elif first == "transpose" and len(x.shape) >= 2:
+                call, ty = _call("transpose", [x])
+                y = self.add(scope, x.like(call, ty))
+                call, ty = _call("transpose", [y], {"axes": None if self.c.chance(0.5) else
+                                                    list(range(len(x.shape)))[::-1]})
+            elif first == "layout_transform" and len(x.shape) == 4:
+                call, ty = _call("layout_transform", [x], {"src_layout": "NCHW",
+                                                           "dst_layout": "NHWC"})
+                y = self.add(scope, x.like(call, ty))
+                call, ty = _call("layout_transform", [y], {"src_layout": "NHWC",
+                                                           "dst_layout": self.c.choice(
+                                                               ["NCHW", "HWCN"])})
+            else:
+                call, ty = _call("expand_dims", [x], {"axis": 0})
+                y = self.add(scope, x.like(call, ty))
+                call, ty = _call("squeeze", [y], {"axis": [0]})
+            return x.like(call, ty)
+        which = self.c.choice(["add0", "mul1", "sub0", "div1", "negneg", "cast"] + (
+            ["concat"] if self.on("tuples") else []))
+        if which == "negneg":
+            call, ty = _call("negative", [x])
+            y = self.add(scope, _Value(call, ty, -x.hi, -x.lo, x.exact))
+            call, ty = _call("negative", [y])
+            return x.like(call, ty)
+        if which == "cast":
+            call, ty = _call("cast", [x], {"dtype": x.dtype})
+            return x.like(call, ty)
+        if which == "concat":
+            call, ty = _call("concatenate", [(Tuple([x.expr]), TupleType([x.type]))])
+            return x.like(call, ty)
+        creator = self.c.choice(["const", "like", "full"])
+        value = 0 if which in ("add0", "sub0") else 1
+        if creator == "like":
+            call, ty = _call("ones_like" if value else "zeros_like", [x])
+            unit = _Value(call, ty, value, value, True)
+        elif creator == "full" and self.on("constants"):
+            call, ty = _call("full", [self.scalar(value)], {"shape": x.shape[-1:]})
+            unit = _Value(call, ty, value, value, True)
+        else:
+            unit = self.filled(self.c.choice([x.shape, x.shape[-1:], ()]), value)
+        op = {"add0": "add", "mul1": "multiply", "sub0": "subtract", "div1": "divide"}[which]
+        args = [unit, x] if which == "sub0" or (op in ("add", "multiply") and
+                                                 self.c.chance(0.5)) else [x, unit]
+        call, ty = _call(op, args)
+        if which == "sub0":
+            return _Value(call, ty, -x.hi, -x.lo, False)
+        return _Value(call, ty, x.lo, x.hi, False)
 
     # -- reductions -----------------------------------------------------------------------
     def _reduce(self, scope: _Scope) -> _Value | None:
@@ -818,7 +927,7 @@ class _Generator:
     # -- shape changes -----------------------------------------------------------------------
     def _layout(self, scope: _Scope) -> _Value | None:
         name = self.c.weighted([
-            ("reshape", 3), ("reverse_reshape", 0.5), ("transpose", 2), ("expand_dims", 1),
+            ("reshape", 3), ("reverse_reshape", 0.5), ("transpose", 3), ("expand_dims", 1),
             ("squeeze", 1), ("broadcast_to", 1), ("tile", 0.6), ("strided_slice", 1.5),
             ("take", 1), ("nn.pad", 0.8), ("layout_transform", 1),
         ])
@@ -1067,7 +1176,7 @@ class _Generator:
         """A tensor with a dimension of size 0 (a slice ``begin == end`` or ``zeros``), fed
         into an op that accepts it; the result is often concatenated back to a non-empty
         tensor."""
-        if self.c.chance(0.5):
+        if self.on("layout") and self.c.chance(0.5):
             e = self._op_strided_slice(scope, empty=True)
         else:
             shape = self.c.choice([(0,), (2, 0), (0, 3), (1, 0, 4)])
@@ -1233,6 +1342,8 @@ class _Generator:
             attrs["out_layout"] = "NHWC" if layout == "NCHW" else "NCHW"
         try:
             call, ty = _call(name, [x], attrs)
+            if not _windows_touch_data(x.shape, ty.shape, call.attrs):
+                raise _Unfit("a window lies in the padding alone")  # -inf, or 0 / 0
         except _Unfit:
             call, ty = _call(name, [x], {"layout": layout})
         if name == "nn.max_pool2d":
@@ -1530,12 +1641,38 @@ class _Generator:
         v = self.var(self.maybe(a.type))
         inner = scope.child()
         inner.pool.append(a.like(v))
-        if self.c.chance(0.3):
+        shape = self.c.weighted([("var", 3), ("chain", 5), ("other", 2)])
+        if shape == "var":
             # just the var: `{ let %t = e; %t }`
             body = a.like(v)
+        elif shape == "other":
+            # a body that does not read the var: `{ let %t = e; f(%y) }` (a dead binding)
+            other = self.pick(inner, lambda w: w.expr is not v) or a.like(v)
+            body = self.chain(inner, other, 1 + self.c.integer(0, 1))
         else:
             body = self.chain(inner, a.like(v), 1 + self.c.integer(0, 2))
         return body.like(Let(v, a.expr, _wrap_lets(inner.lets, body.expr)))
+
+    def _twin_blocks(self, scope: _Scope) -> _Value | None:
+        """Two let blocks binding structurally equal values, the second one's body reading
+        a use of the first (or its own var): ``%0 = { let %v = e; %v }; %1 = f(%0);
+        %2 = { let %t = e'; g(%1) }`` -- CSE must merge them without a var escaping."""
+        e = self._unary(scope)
+        if not isinstance(e.expr, Call):
+            return None
+        v = self.var(self.maybe(e.type))
+        inner = scope.child()
+        body = e.like(v) if self.c.chance(0.5) else self.chain(inner, e.like(v), 1)
+        first = self.add(scope, body.like(Let(v, e.expr, _wrap_lets(inner.lets, body.expr))))
+        use = self.chain(scope, first, 1)
+        t = self.var(self.maybe(e.type))
+        copy = e.like(Call(e.expr.op, e.expr.args, e.expr.attrs if e.expr.op.attr_fields
+                           else None))
+        inner = scope.child()
+        inner.pool.append(copy.like(t))
+        start = use if self.c.chance(0.6) else copy.like(t)
+        body = self.chain(inner, start, 1)
+        return body.like(Let(t, copy.expr, _wrap_lets(inner.lets, body.expr)))
 
     def _if(self, scope: _Scope) -> _Value | None:
         cond = self.condition(scope, scalar=True)
@@ -1614,8 +1751,9 @@ class _Generator:
         return value
 
     def _closure(self, scope: _Scope) -> _Value | None:
-        """A local function capturing outer values, called directly or through a let-bound
-        var (then maybe twice); its body may hold closures of its own."""
+        """A local function capturing outer values, called directly, through a let-bound
+        var (then maybe twice) or through a tuple; its body is a few steps of their own,
+        closures among them."""
         arg = self.pick(scope)
         if arg is None:
             return None
@@ -1629,33 +1767,82 @@ class _Generator:
         inner = scope.child()
         pv = _Value(p, ty, lo, hi, exact)
         inner.pool.append(pv)
+        first_new = len(inner.pool) - 1
         self.closure_depth += 1
+        budget = self.budget
         try:
             steps = self.c.integer(1, 3)
-            if self.closure_depth < 2 and self.on("closures") and self.c.chance(0.3):
-                nested = self._closure(inner)
-                if nested is not None:
-                    inner.pool.append(nested)
-                    steps -= 1
-            out = self.chain(inner, inner.pool[-1] if inner.pool[-1].type == ty else pv,
-                             max(1, steps))
+            self.budget = steps
+            while self.budget > 0:
+                self.step(inner)
+            if self.c.chance(0.5):
+                self.chain(inner, pv, 1)  # a result that reads the param
         finally:
             self.closure_depth -= 1
+            self.budget = budget - steps
+        out = _sinks(inner.pool[first_new:], dict(inner.lets), 1)[0]
         fn = Function([p], _wrap_lets(inner.lets, out.expr), self.maybe(out.type))
+        callee: Expr = fn
         if self.on("lets") and (twice or self.c.chance(0.4)):
             f = self.var(FuncType([ty], out.type) if self.c.chance(0.7) else None)
             scope.lets.append((f, fn))
-            first = out.like(Call(f, [arg.expr]))
-            if second is not None:
-                self.add(scope, first)
-                return out.like(Call(f, [second.expr]))
-            return first
-        return out.like(Call(fn, [arg.expr]))
+            callee = f
+        if self.on("tuples") and self.c.chance(0.15):
+            callee = TupleGetItem(Tuple([callee]), 0)  # a function value in a tuple
+        result = _Value(Call(callee, [arg.expr]), out.type, out.lo, out.hi, out.exact)
+        if second is not None and not isinstance(callee, Function):
+            self.add(scope, result)
+            return _Value(Call(callee, [second.expr]), out.type, out.lo, out.hi, out.exact)
+        return result
+
+    def _loop(self, scope: _Scope) -> _Value | None:
+        """A recursive closure counting down an int32 scalar: ``let %f = fn (%n, %x) {
+        if (%n > 0) { %f(%n - 1, g(%x)) } else { %x } }; %f(3, %v)``."""
+        x = self.pick(scope, lambda v: v.dtype in _FLOATS)
+        if x is None:
+            return None
+        counter, body_x, f = self.loop_function(x.type, recursive_var=True)
+        assert isinstance(f, Var)
+        fn = self.loop_body(f, counter, body_x)
+        scope.lets.append((f, fn))
+        n = self.constant((), 0, 3, "int32")
+        return _Value(Call(f, [n.expr, x.expr]), x.type, min(x.lo, -1.0), max(x.hi, 1.0),
+                      False)
+
+    def loop_function(self, ty: TensorType, recursive_var: bool) -> tuple[Var, Var, Expr]:
+        """The params of a loop and what calls it recursively (a let var or a global)."""
+        counter = Var("n", _tensor((), "int32"))
+        body_x = self.var(ty)
+        fty = FuncType([_tensor((), "int32"), ty], ty)
+        return counter, body_x, Var(next(self.names), fty) if recursive_var else GlobalVar(
+            "loop")
+
+    def loop_body(self, f: Expr, counter: Var, x: Var) -> Function:
+        """``fn (%n, %x) { if (%n > 0) { f(%n - 1, g(%x)) } else { %x } }`` with ``g`` a
+        chain of bounded ops (so any number of rounds stays in range)."""
+        ty = x.type_annotation
+        assert isinstance(ty, TensorType)
+        inner = _Scope([_Value(x, ty, -1.0, 1.0, False)])
+        value = inner.pool[0]
+        for _ in range(self.c.integer(1, 2)):
+            name = self.c.choice(["tanh", "sigmoid", "nn.relu", "negative", "erf"])
+            call, cty = _call(name, [value])
+            value = self.add(inner, _Value(call, cty, -1.0, 1.0, False))
+        zero = self.scalar(0, "int32")
+        one = self.scalar(1, "int32")
+        cond, _ = _call(self.c.choice(["greater", "not_equal"]), [
+            (counter, _tensor((), "int32")), zero])
+        dec, _ = _call("subtract", [(counter, _tensor((), "int32")), one])
+        again = Call(f, [dec, _wrap_lets(inner.lets, value.expr)])
+        return Function([counter, x], If(cond, again, x), ty)
 
     def _global_call(self, scope: _Scope) -> _Value | None:
         g = self.c.choice(self.globals)
         args = []
         for pty in g.params:
+            if pty.dtype == "int32":  # the counter of @loop: a few rounds
+                args.append(self.constant((), 0, 3, "int32").expr)
+                continue
             a = self.pick(scope, lambda v, t=pty: v.type == t)
             if a is None:
                 a = self.constant(pty.shape, dtype=pty.dtype)
@@ -1702,7 +1889,8 @@ def generate(choices: Choices, max_nodes: int = 24,
              features: Iterable[str] = FEATURES) -> IRModule:
     """A module built from ``choices``: ``@main`` of about ``max_nodes`` nodes (op calls
     and blocks; constants are extra) and, with ``globals``, up to two ``@helper``
-    functions it calls. ``features`` is a subset of :data:`FEATURES`."""
+    functions and a recursive ``@loop`` it calls. ``features`` is a subset of
+    :data:`FEATURES`."""
     feats = frozenset(features)
     unknown = feats - FEATURES
     if unknown:
@@ -1728,6 +1916,17 @@ def generate(choices: Choices, max_nodes: int = 24,
             funcs[gv] = func
             params = [p.type_annotation for p in func.params]
             g.globals.append(_Global(gv, params, result))  # type: ignore[arg-type]
+        if {"ifs", "dtypes"} <= feats and choices.chance(0.3):
+            # a recursive global: never inlined (Inline warns), lifted closures call it
+            ty = _tensor(choices.choice(SHAPES[:5]))
+            counter, x, gv = g.loop_function(ty, recursive_var=False)
+            assert isinstance(gv, GlobalVar)
+            loop = g.loop_body(gv, counter, x)
+            if choices.chance(0.3):
+                loop = Function(loop.params, loop.body, loop.ret_type, {"Inline": 1})
+            funcs[gv] = loop
+            g.globals.append(_Global(gv, [_tensor((), "int32"), ty],
+                                     _Value(x, ty, -1.0, 1.0, False)))
     result_tuple = "tuples" in feats and choices.chance(0.5)
     n_params = choices.integer(1, 3)
     main, _ = g.function(n_params, main_size, result_tuple, shapes, exact_params=True)
