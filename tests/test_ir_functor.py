@@ -4,6 +4,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from irpass.ir import (
     Call,
     Constant,
@@ -22,6 +24,7 @@ from irpass.ir import (
     var,
 )
 from irpass.ir.op import OpPattern, register_op
+from irpass.testing import strategies as sts
 
 
 def _same(types, attrs):
@@ -664,3 +667,20 @@ def test_pruning_visitor_on_a_deep_chain_does_not_recurse():
 
     Half().visit(deep)
     assert n[0] == 50_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(sts.modules(max_nodes=30), st.integers(0, 10))
+def test_random_programs_are_visited_in_tvms_order_with_and_without_pruning(mod, k):
+    main = mod["main"]
+    sizes = []
+
+    def prune(node):  # prune every call whose op name's length is k mod 11
+        return type(node) is Call and len(getattr(node.op, "name", "")) % 11 == k
+
+    for p in (lambda node: False, prune):
+        rec = Recorder(p)
+        rec.visit(main)
+        assert rec.order == _tvm_order(main, p)
+        sizes.append(len(rec.order))
+    assert sizes[1] <= sizes[0]
