@@ -31,13 +31,18 @@ float16 values appear through ``cast``, ``shape_of``, comparisons and integer
 constants. The IR side: ``let`` chains, ``let`` blocks used as values
 (``%0 = { let %t = ...; %t }``, nested), ``if`` on a scalar bool, tuples (some bound
 by a ``let``) and projections, closures (called directly, through a ``let``-bound var,
-twice, nested, capturing outer values), global functions called from ``@main``
-(``@helper``, ``@helper_1``; some marked ``Inline=1``, one may call the other),
-constants small (printed inline) and big (in the metadata), structurally equal copies
-of calls and constants (work for CSE), the chains FoldScaleAxis and SimplifyInference
-rewrite (``conv2d -> batch_norm``, per-channel ``multiply``/``add``/``bias_add``
-around ``conv2d`` and ``dense``, through ``relu``), and tensors with a dimension of
-size 0 where the ops accept them. Variables share a few names, so the printer renames.
+twice or through a tuple, nested, capturing outer values), recursion (a ``let``-bound
+closure and a global ``@loop`` counting an int32 down to 0), global functions called
+from ``@main`` (``@helper``, ``@helper_1``; some marked ``Inline=1``, one may call the
+other), constants small (printed inline) and big (in the metadata), structurally equal
+copies of calls, constants and ``let``-bound values (work for CSE, also across blocks),
+the chains FoldScaleAxis and SimplifyInference rewrite (``conv2d -> batch_norm``,
+per-channel ``multiply``/``add``/``bias_add`` around ``conv2d`` and ``dense``, through
+``relu``), the chains SimplifyExpr rewrites (consecutive affine ops with constants,
+shape ops that compose or cancel, ``x + 0``, ``x * ones_like(x)``, ...), and tensors
+with a dimension of size 0 where the ops accept them. Variables share a few names, so
+the printer renames. Each program leans its own way: some kinds of node are much
+likelier than usual, others rarer, and from a few to nearly all values are let-bound.
 
 **Valid by construction.** Each call's type comes from its op's type relation as the
 call is built (an attribute choice the relation refuses is replaced by another), so
@@ -116,8 +121,7 @@ _MAX_BOUND = 1e4
 # the kinds of step a program is built from (``_Generator.step``)
 _KINDS = ("unary", "binary", "reduce", "create", "dup", "fodder", "constant", "layout", "tuple",
           "concat_split", "compare", "cast", "nn", "pattern", "let_value", "twin_blocks", "if",
-          "closure",
-          "loop", "global_call", "empty")
+          "closure", "loop", "global_call", "empty")
 _NAMES = ("x", "y", "v", "x_1", "tmp", "t")
 _FLOATS = ("float32", "float64")
 

@@ -28,7 +28,12 @@ smallest program in the text format. The run ends with a line of counts and time
 table of failures by *signature* (configuration, kind and the error with numbers and
 names blanked); the exit status is 1 when anything failed, 0 otherwise. ``--ignore
 REGEX`` counts the failures whose signature matches as ignored (to look past known
-bugs), ``--config NAME`` runs only some configurations.
+bugs), ``--config NAME`` runs only some configurations, ``--jobs K`` runs programs in
+``K`` processes (default 1), ``--max-nodes`` sets the size of ``@main``, and
+``--memory-limit GB`` (default 4) caps each process's address space, so a pass whose
+output explodes fails with ``MemoryError`` instead of starving the machine. A program
+the generator got wrong (it does not run to finite results before any pass) is
+reported under the configuration ``generator``.
 
 From Python, :func:`run_soak` returns a :class:`SoakReport`; :func:`check_program`
 checks one module under one configuration, :func:`shrink` reduces a failing module.
@@ -566,6 +571,7 @@ class Failure:
     program: str  # the reproducer in the text format (shrunk unless shrinking was off)
     nodes: int  # nodes of the reproducer
     original_nodes: int
+    max_nodes: int = 24  # the generator's size setting, to reproduce it
 
     @property
     def signature(self) -> str:
@@ -575,6 +581,8 @@ class Failure:
     def render(self) -> str:
         """The report printed for this failure."""
         only = f" --config '{self.config}'" if self.config != GENERATOR else ""
+        if self.max_nodes != 24:
+            only += f" --max-nodes {self.max_nodes}"
         lines = [
             f"FAIL seed={self.seed} config={self.config} kind={self.problem.kind}",
             f"  reproduce: python -m irpass.testing.soak --seed {self.seed} --programs 1"
@@ -640,7 +648,7 @@ def soak_program(seed: int, configs: Sequence[SoakConfig], *, max_nodes: int = 2
         if shrink_budget > 0 and problem.error_type:
             small = shrink(mod, _same_invalidity(problem), budget=shrink_budget)
         failures.append(Failure(seed, GENERATOR, problem, _text(small), _size(small),
-                                _size(mod)))
+                                _size(mod), max_nodes))
         return failures, ignored
     for config in configs:
         problem = check_program(mod, config, arg_sets, expected, timeout)
@@ -648,7 +656,7 @@ def soak_program(seed: int, configs: Sequence[SoakConfig], *, max_nodes: int = 2
             continue
         sig = signature_of(config.name, problem)
         if any(p.search(sig) for p in ignore):
-            ignored.append(Failure(seed, config.name, problem, "", 0, _size(mod)))
+            ignored.append(Failure(seed, config.name, problem, "", 0, _size(mod), max_nodes))
             continue
         small = mod
         if shrink_budget > 0 and problem.kind != "timeout":
@@ -657,7 +665,7 @@ def soak_program(seed: int, configs: Sequence[SoakConfig], *, max_nodes: int = 2
                 again = check_program(small, config, [random_args(small, 0)], timeout=timeout)
                 problem = again or problem
         failures.append(Failure(seed, config.name, problem, _text(small), _size(small),
-                                _size(mod)))
+                                _size(mod), max_nodes))
     return failures, ignored
 
 
