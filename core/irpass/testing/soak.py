@@ -105,7 +105,8 @@ NCHW_LAYOUTS: dict[str, list[str]] = {
     "nn.avg_pool2d": ["NCHW"],
     "nn.global_avg_pool2d": ["NCHW"],
 }
-_ALTER_NHWC = "nn.conv2d=NHWC,default; nn.max_pool2d=NHWC; nn.avg_pool2d=NHWC"
+_ALTER_NHWC = ("nn.conv2d=NHWC,default; nn.max_pool2d=NHWC; nn.avg_pool2d=NHWC; "
+               "nn.global_avg_pool2d=NHWC")
 RTOL = 1e-4
 ATOL = 1e-5
 #: The configuration name of a failure of the generator itself (a program that does not
