@@ -34,7 +34,7 @@ from irpass.transform import PassContext, function_pass, get_pass, module_pass, 
 # -- the slice CI runs -------------------------------------------------------------------------
 
 SLICE_SEED = 20240
-SLICE_PROGRAMS = 600  # about 30 s of CPU (26 configurations each): the budget CI gives it
+SLICE_PROGRAMS = 500  # about 35 s of CPU (26 configurations each): the budget CI gives it
 
 
 def test_soak_slice_finds_nothing():
@@ -354,3 +354,19 @@ def test_generated_pooling_windows_always_read_data():
     assert _windows_touch_data(x.type_annotation.shape, typed_ok.checked_type.shape, ok.attrs)
     out = irpass.evaluate(IRModule.from_expr(Function([x], bad)), np.ones((1, 2, 1, 5), "f4"))
     assert np.isneginf(out).any()  # what the generator must not build
+
+
+def test_a_result_that_does_not_read_back_is_reported(monkeypatch):
+    # stands in for a printer or parser bug on what a pass produced
+    mod = random_module(_first_program_with("tanh("))
+
+    def broken_parse(text):
+        raise irpass.ParseError("planted", 1, 1)
+
+    monkeypatch.setattr(soak, "parse", broken_parse)
+    problem = check_program(mod, SoakConfig.for_pass("SimplifyExpr"), [random_args(mod, 0)])
+    if problem is None:  # SimplifyExpr had nothing to do: another pass that always rewrites
+        problem = check_program(mod, SoakConfig.for_pass("ToANormalForm"),
+                                [random_args(mod, 0)])
+    assert problem is not None and problem.kind == "text-roundtrip"
+    assert problem.error_type == "ParseError" and "planted" in problem.message

@@ -16,6 +16,7 @@ as users run passes, ``Sequential([InferType(), P])`` inside a ``PassContext`` w
 * its input is unchanged: the same function objects, the same structural hash;
 * the result is well formed (:func:`irpass.ir.well_formed`) and well typed
   (:func:`irpass.ir.infer_type` succeeds), still has ``@main`` with the same params;
+* the result prints and parses back to itself (the text format's promise);
 * ``@main`` computes the same results as before on seeded random inputs (floats in
   [-1, 1], ``--inputs`` sets), within a tolerance: ``rtol=1e-4`` and an absolute
   ``1e-5`` times the largest magnitude of the output (at least 1), so a pass that
@@ -73,6 +74,7 @@ from ..ir import (
     infer_type,
     parse,
     post_order_visit,
+    structural_equal,
     structural_hash,
     well_formed,
 )
@@ -222,7 +224,7 @@ class Problem:
     """What went wrong in one check: its ``kind`` and a message."""
 
     kind: str  # raises, timeout, changed-input, not-a-module, ill-formed, ill-typed,
-    #            signature, evaluation-error, wrong-result
+    #            signature, text-roundtrip, evaluation-error, wrong-result
     message: str
     error_type: str = ""
 
@@ -310,6 +312,14 @@ def check_program(mod: IRModule, config: SoakConfig, arg_sets: Sequence[Mapping[
     new = [(p.name_hint, p.type_annotation) for p in typed["main"].params]
     if old != new:
         return Problem("signature", f"@main's params changed: {old} -> {new}")
+    try:
+        # the text format's promise: every module reads back as itself
+        same = structural_equal(parse(str(out)), out)
+    except Exception as err:
+        name, text = _error_text(err)
+        return Problem("text-roundtrip", text, name)
+    if not same:
+        return Problem("text-roundtrip", "the printed result parses back to another module")
     for args, want in zip(arg_sets, expected, strict=True):
         try:
             got = evaluate(out, **args)
