@@ -237,7 +237,9 @@ class _Global:
 
     gv: GlobalVar
     params: list[TensorType]
-    result: _Value  # expr unused: the interval and type of what a call returns
+    # the interval and type of what a call returns (expr unused): one tensor, or the
+    # fields of a tuple
+    results: list[_Value]
 
 
 class _Unfit(Exception):
@@ -1688,20 +1690,38 @@ class _Generator:
         if self.c.chance(0.5):
             # used by both branches only: the printer must put it before the `if`
             start = self._unary(_Scope([start]))
-        then = self.branch(scope, start)
-        other = self.branch(scope, start)
         self.budget -= 2
+        second = self.pick(scope, lambda v: v is not start) if self.on("tuples") and \
+            self.c.chance(0.25) else None
+        if second is not None:
+            # branches of a tuple type: `if (c) { (f(a), g(b)) } else { (h(a), k(b)) }`
+            then = [self.branch(scope, start, [second]) for _ in range(2)]
+            node = If(cond.expr, then[0][0].expr, then[1][0].expr)
+            fields = [_Value(TupleGetItem(node, k), v.type, min(then[0][k + 1].lo,
+                                                                  then[1][k + 1].lo),
+                             max(then[0][k + 1].hi, then[1][k + 1].hi), False)
+                      for k, v in enumerate((start, second))]
+            k = self.c.integer(0, 1)
+            if self.c.chance(0.5):
+                self.add(scope, fields[1 - k])
+            return fields[k]
+        (then, out_then), (other, out_other) = (self.branch(scope, start) for _ in range(2))
         return _Value(If(cond.expr, then.expr, other.expr), start.type,
-                      min(then.lo, other.lo), max(then.hi, other.hi), False)
+                      min(out_then.lo, out_other.lo), max(out_then.hi, out_other.hi), False)
 
-    def branch(self, scope: _Scope, start: _Value) -> _Value:
+    def branch(self, scope: _Scope, start: _Value, more: Sequence[_Value] = ()) -> list[Any]:
+        """A branch of an ``if``: ``[body, out]`` computing a value of ``start``'s type
+        from it (``out`` has its interval), or ``[body, out, more_out, ...]`` whose body is
+        the tuple of one such value per start."""
         inner = scope.child()
         out = self.chain(inner, start, self.c.integer(1, 2))
         if self.on("lets") and self.c.chance(0.3):
             out = self.chain(inner, self._let_value(inner), 1)
             if out.type != start.type:
                 out = self.chain(inner, start, 1)
-        return out.like(_wrap_lets(inner.lets, out.expr))
+        outs = [out] + [self.chain(inner, m, 1) for m in more]
+        body: Expr = Tuple([o.expr for o in outs]) if more else out.expr
+        return [out.like(_wrap_lets(inner.lets, body)), *outs]
 
     def chain(self, scope: _Scope, value: _Value, n: int) -> _Value:
         """``n`` type-preserving ops applied to ``value`` (partners come from ``scope``)."""
@@ -1851,15 +1871,26 @@ class _Generator:
             if a is None:
                 a = self.constant(pty.shape, dtype=pty.dtype)
             args.append(self.tamed(scope, a, 1.0).expr)
-        r = g.result
-        return _Value(Call(g.gv, args), r.type, r.lo, r.hi, False)
+        call = Call(g.gv, args)
+        if len(g.results) == 1:
+            r = g.results[0]
+            return _Value(call, r.type, r.lo, r.hi, False)
+        fields = [_Value(TupleGetItem(call, k), r.type, r.lo, r.hi, False)
+                  for k, r in enumerate(g.results)]
+        k = self.c.integer(0, len(fields) - 1)
+        for j, f in enumerate(fields):
+            if j != k and self.c.chance(0.5):
+                self.add(scope, f)
+        return fields[k]
 
     # -- functions --------------------------------------------------------------------------
-    def function(self, n_params: int, size: int, result_tuple: bool,
+    def function(self, n_params: int, size: int, outputs: int,
                  shapes: Sequence[tuple[int, ...]], exact_params: bool,
-                 ) -> tuple[Function, _Value | None]:
+                 ) -> tuple[Function, list[_Value]]:
         """A function of ``n_params`` float32 params (and any weights added as params) and
-        about ``size`` nodes; the result value's interval when it is a tensor."""
+        about ``size`` nodes, and the values its result holds: one, or with ``outputs`` > 1
+        the fields of a tuple of up to that many (three nest as ``(a, (b, c))`` now and
+        then)."""
         self.fn = _Function([], exact_params)
         params = [self.param(_tensor(self.c.choice(shapes))) for _ in range(n_params)]
         scope = _Scope([_Value(p, p.type_annotation, -1.0, 1.0, exact_params)  # type: ignore[arg-type]
@@ -1874,19 +1905,22 @@ class _Generator:
         produced = scope.pool[n_params:] or scope.pool
         # the result: the values that reach the most nodes and not each other, so most of
         # what was built is live and a wrong rewrite shows in the outputs
-        k = self.c.integer(2, 3) if result_tuple and len(produced) > 1 else 1
+        k = self.c.integer(2, outputs) if outputs > 1 and len(produced) > 1 else 1
         picked = _sinks(produced, dict(scope.lets), k)
-        result: _Value | None
-        if k > 1 and len(picked) > 1:
-            body: Expr = Tuple([v.expr for v in picked])
-            ret: Type = TupleType([v.type for v in picked])
-            result = None
+        body: Expr
+        ret: Type
+        if len(picked) == 3 and self.c.chance(0.3):
+            # a nested tuple: (a, (b, c))
+            body = Tuple([picked[0].expr, Tuple([v.expr for v in picked[1:]])])
+            ret = TupleType([picked[0].type, TupleType([v.type for v in picked[1:]])])
+        elif len(picked) > 1:
+            body = Tuple([v.expr for v in picked])
+            ret = TupleType([v.type for v in picked])
         else:
-            result = picked[0]
-            body, ret = result.expr, result.type
+            body, ret = picked[0].expr, picked[0].type
         body = _wrap_lets(scope.lets, body)
         fn = Function(list(self.fn.params), body, self.maybe(ret))
-        return fn, result
+        return fn, picked
 
 
 def generate(choices: Choices, max_nodes: int = 24,
@@ -1910,16 +1944,21 @@ def generate(choices: Choices, max_nodes: int = 24,
             size = choices.integer(1, max(1, max_nodes // 4))
             main_size = max(1, min(main_size, max_nodes - size))
             # helpers may call the helpers made before them, not closures of main
-            func, result = g.function(choices.integer(1, 2), size, False, SHAPES[:5] + (
-                _NN_SHAPES[:2] if "nn" in feats else ()), exact_params=False)
-            assert result is not None
+            pair = "tuples" in feats and choices.chance(0.25)
+            # a helper returns a tensor or a pair
+            func, results = g.function(choices.integer(1, 2), size, 2 if pair else 1,
+                                       SHAPES[:5] + (_NN_SHAPES[:2] if "nn" in feats else ()),
+                                       exact_params=False)
+            body = func.body
             attrs = {"Inline": 1} if choices.chance(0.5) else None
             # calls of a global function need its result type: always annotate it
-            func = Function(func.params, func.body, result.type, attrs)
+            ret: Type = results[0].type if len(results) == 1 else TupleType(
+                [r.type for r in results])
+            func = Function(func.params, body, ret, attrs)
             gv = GlobalVar("helper" if k == 0 else f"helper_{k}")
             funcs[gv] = func
             params = [p.type_annotation for p in func.params]
-            g.globals.append(_Global(gv, params, result))  # type: ignore[arg-type]
+            g.globals.append(_Global(gv, params, results))  # type: ignore[arg-type]
         if {"ifs", "dtypes"} <= feats and choices.chance(0.3):
             # a recursive global: never inlined (Inline warns), lifted closures call it
             ty = _tensor(choices.choice(SHAPES[:5]))
@@ -1930,10 +1969,11 @@ def generate(choices: Choices, max_nodes: int = 24,
                 loop = Function(loop.params, loop.body, loop.ret_type, {"Inline": 1})
             funcs[gv] = loop
             g.globals.append(_Global(gv, [_tensor((), "int32"), ty],
-                                     _Value(x, ty, -1.0, 1.0, False)))
+                                     [_Value(x, ty, -1.0, 1.0, False)]))
     result_tuple = "tuples" in feats and choices.chance(0.5)
     n_params = choices.integer(1, 3)
-    main, _ = g.function(n_params, main_size, result_tuple, shapes, exact_params=True)
+    main, _ = g.function(n_params, main_size, 3 if result_tuple else 1, shapes,
+                         exact_params=True)
     # @main first, as people write it
     return IRModule({GlobalVar("main"): main, **funcs})
 
