@@ -558,16 +558,17 @@ def shrink(mod: IRModule, fails: Callable[[IRModule], bool], *, budget: float = 
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?(e-?\d+)?")
 _NAME = re.compile(r"%[\w.]+|@\w+")
+_QUOTED = re.compile(r"`[^`]*`")  # a quoted expression: where, not what went wrong
 
 
 def signature_of(config: str, problem: Problem) -> str:
     """What failures of one cause share: the configuration, the kind, the exception type
-    and the first line of the message with numbers and names blanked."""
+    and the first line of the message with numbers, names and quoted code blanked."""
     lines = [line.strip(" -") for line in problem.message.splitlines() if line.strip(" -")]
     first = lines[0] if lines else ""
     if first.endswith(":") and len(lines) > 1:
         first = lines[1]  # a header ("ill-formed program (2 problems):"): its first item
-    first = _NUMBER.sub("#", _NAME.sub("%_", first))[:200]
+    first = _NUMBER.sub("#", _NAME.sub("%_", _QUOTED.sub("`_`", first)))[:200]
     kind = problem.kind + (f" {problem.error_type}" if problem.error_type else "")
     return f"{config}: {kind}: {first}"
 
