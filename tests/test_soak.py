@@ -279,6 +279,13 @@ def test_signature_blanks_numbers_and_names():
                       "  - %x is bound more than once: by `let %x = ...` in @helper")
     assert soak.signature_of("C", p1) == soak.signature_of("C", p2)
     assert "is bound more than once" in soak.signature_of("C", p1)
+    # where it happened (quoted code) is not what happened
+    p3 = soak.Problem("ill-formed", "%t is used outside the scope of its binding: used at "
+                      "`tanh(%t)` in @main, but bound by its let `let %t = <abs(...)>; %t`")
+    p4 = soak.Problem("ill-formed", "%v is used outside the scope of its binding: used at "
+                      "`(%v, %w)` in @main, but bound by its let `let %v = <exp(...)>; %v`")
+    assert soak.signature_of("C", p3) == soak.signature_of("C", p4)
+    assert soak.signature_of("C", p3) != soak.signature_of("D", p3)
 
 
 # -- the generator gives each pass work ---------------------------------------------------------
