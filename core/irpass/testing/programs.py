@@ -1889,8 +1889,7 @@ class _Generator:
                  ) -> tuple[Function, list[_Value]]:
         """A function of ``n_params`` float32 params (and any weights added as params) and
         about ``size`` nodes, and the values its result holds: one, or with ``outputs`` > 1
-        the fields of a tuple of up to that many (three nest as ``(a, (b, c))`` now and
-        then)."""
+        the fields of a tuple of up to that many."""
         self.fn = _Function([], exact_params)
         params = [self.param(_tensor(self.c.choice(shapes))) for _ in range(n_params)]
         scope = _Scope([_Value(p, p.type_annotation, -1.0, 1.0, exact_params)  # type: ignore[arg-type]
@@ -1909,11 +1908,7 @@ class _Generator:
         picked = _sinks(produced, dict(scope.lets), k)
         body: Expr
         ret: Type
-        if len(picked) == 3 and self.c.chance(0.3):
-            # a nested tuple: (a, (b, c))
-            body = Tuple([picked[0].expr, Tuple([v.expr for v in picked[1:]])])
-            ret = TupleType([picked[0].type, TupleType([v.type for v in picked[1:]])])
-        elif len(picked) > 1:
+        if len(picked) > 1:
             body = Tuple([v.expr for v in picked])
             ret = TupleType([v.type for v in picked])
         else:
