@@ -56,7 +56,7 @@ def test_tvm_doc_example_at_opt_level_3_folds_and_merges():
     folded = const((data + data) * np.float32(2))  # computed by numpy, not by the pass
     y = op.add(x, folded)
     z = op.add(y, c)
-    assert_structural_equal(out["main"], Function([x], op.add(z, z)))
+    assert_structural_equal(out["main"], Function([x], op.add(z, z), F32))
 
 
 def test_tvm_doc_example_at_opt_level_2_skips_cse():
@@ -64,7 +64,7 @@ def test_tvm_doc_example_at_opt_level_2_skips_cse():
     with PassContext(opt_level=2):
         out = _doc_pipeline()(mod)
     y = op.add(x, const((data + data) * np.float32(2)))
-    assert_structural_equal(out["main"], Function([x], op.add(op.add(y, c), op.add(y, c))))
+    assert_structural_equal(out["main"], Function([x], op.add(op.add(y, c), op.add(y, c)), F32))
 
 
 def test_tvm_doc_example_with_folding_disabled_still_merges():
@@ -73,7 +73,7 @@ def test_tvm_doc_example_with_folding_disabled_still_merges():
         out = _doc_pipeline()(mod)
     y = op.add(x, op.multiply(op.add(c, c), const(np.float32(2))))
     z = op.add(y, c)
-    assert_structural_equal(out["main"], Function([x], op.add(z, z)))
+    assert_structural_equal(out["main"], Function([x], op.add(z, z), F32))
     check_semantics(_doc_pipeline(), mod)
 
 

@@ -22,6 +22,7 @@ from irpass.ir import (
     TupleGetItem,
     Var,
     assert_structural_equal,
+    infer_type,
     parse,
     post_order_visit,
 )
@@ -41,7 +42,8 @@ def simplify(func: Function, **config) -> Function:
 
 
 def check(before: Function, expected: Function, **config) -> None:
-    assert_structural_equal(simplify(before, **config), expected)
+    # typed, as the pass's output is: InferType fills in the return types it lacks
+    assert_structural_equal(simplify(before, **config), infer_type(expected))
 
 
 def check_unchanged(before: Function, **config) -> None:
@@ -424,7 +426,7 @@ def test_parsed_expected_ir():
     )
     expected = parse(
         """
-        def @main(%x: Tensor[(2, 3), float32]) {
+        def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(6,), float32] {
           %0 = reshape(%x, newshape=[6]);
           add(%0, reshape(%x, newshape=[-1]))
         }
@@ -467,8 +469,8 @@ def test_rules_fire_in_lets_ifs_closures_and_every_global():
     x2, v2, p2, h2 = var("x", shape=(2, 3)), Var("v"), var("p", shape=(2, 3)), var("h", shape=(4,))
     cond2 = op.greater(op.sum(x2), const(0.0))
     expected_main = Function([x2], Let(v2, x2, If(cond2, Call(Function([p2], p2), [v2]), v2)))
-    assert_structural_equal(out["main"], expected_main)
-    assert_structural_equal(out["helper"], Function([h2], h2))
+    assert_structural_equal(out["main"], infer_type(expected_main))
+    assert_structural_equal(out["helper"], infer_type(Function([h2], h2)))
     assert gv.name_hint in out
 
 

@@ -22,6 +22,7 @@ from irpass.ir import (
     TupleGetItem,
     Var,
     assert_structural_equal,
+    infer_type,
     post_order_visit,
     structural_equal,
 )
@@ -89,7 +90,7 @@ def test_batch_norm_nchw_with_constant_statistics():
     y = var("x", shape=(2, 4, 3, 3))
     scaled = op.multiply(y, const(s.reshape(4, 1, 1)))
     expected = Function([y], op.nn.relu(op.add(scaled, const(t.reshape(4, 1, 1)))))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 @pytest.mark.parametrize("axis", [3, -1])
@@ -101,7 +102,8 @@ def test_batch_norm_nhwc_uses_the_vectors_as_they_are(axis):
 
     s, t = expected_scale_shift(g, b, m, v, 1e-5)
     y = var("x", shape=(1, 3, 3, 4))
-    assert_structural_equal(out["main"], Function([y], op.add(op.multiply(y, const(s)), const(t))))
+    expected = Function([y], op.add(op.multiply(y, const(s)), const(t)))
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_batch_norm_on_a_middle_axis_of_a_3d_tensor():
@@ -113,7 +115,7 @@ def test_batch_norm_on_a_middle_axis_of_a_3d_tensor():
     s, t = expected_scale_shift(g, b, m, v, 1e-5)
     y = var("x", shape=(2, 3, 5))
     expected = Function([y], op.add(op.multiply(y, const(s.reshape(3, 1))), const(t.reshape(3, 1))))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 @pytest.mark.parametrize("scale,center", [(False, True), (True, False), (False, False)])
@@ -129,7 +131,7 @@ def test_batch_norm_without_scale_or_center(scale, center):
     expected = Function(
         [y], op.add(op.multiply(y, const(s.reshape(4, 1, 1))), const(t.reshape(4, 1, 1)))
     )
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_batch_norm_with_unused_gamma_beta_that_are_not_constants():
@@ -156,7 +158,7 @@ def test_batch_norm_with_variable_statistics_builds_the_arithmetic():
         op.multiply(x2, op.expand_dims(scale, axis=1, num_newaxis=2)),
         op.expand_dims(shift, axis=1, num_newaxis=2),
     )
-    assert_structural_equal(out["main"], Function([x2, g2, b2, m2, v2], body))
+    assert_structural_equal(out["main"], infer_type(Function([x2, g2, b2, m2, v2], body)))
     # variances must be >= 0 for the comparison on random inputs
     inputs = [
         {
@@ -182,7 +184,7 @@ def test_batch_norm_with_variable_statistics_without_scale_and_center():
     shift = op.negative(op.multiply(m2, scale))
     # axis=1 is the last axis of a 2-D tensor: no expand_dims needed
     expected = Function([x2, g2, b2, m2, v2], op.add(op.multiply(x2, scale), shift))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_batch_norm_used_as_a_tuple_keeps_the_statistics_fields():
@@ -198,7 +200,7 @@ def test_batch_norm_used_as_a_tuple_keeps_the_statistics_fields():
     norm = op.add(op.multiply(y, const(s.reshape(4, 1, 1))), const(t.reshape(4, 1, 1)))
     tup = Tuple([norm, mc, vc])
     expected = Function([y], Tuple([norm, TupleGetItem(tup, 1), TupleGetItem(tup, 2)]))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
     assert "nn.batch_norm" not in op_names(out["main"])
 
 
@@ -254,7 +256,7 @@ def test_dropout_is_the_identity():
     x = var("x", shape=(2, 3))
     out = run(Function([x], op.exp(op.nn.dropout(op.nn.dropout(x, rate=0.3)))))
     y = var("x", shape=(2, 3))
-    assert_structural_equal(out["main"], Function([y], op.exp(y)))
+    assert_structural_equal(out["main"], infer_type(Function([y], op.exp(y))))
 
 
 def test_nothing_to_do_keeps_module_and_function_identity():
@@ -290,7 +292,7 @@ def test_layer_norm_decomposed_on_request():
     out = check_semantics(irpass.transform.SimplifyInference(), mod, config={DECOMPOSE: True})
     y = var("x", shape=(2, 5, 8))
     expected = Function([y], expected_layer_norm(y, const(g), const(b), 2, 1e-6))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_layer_norm_on_a_middle_axis_shapes_gamma_and_beta():
@@ -302,7 +304,7 @@ def test_layer_norm_on_a_middle_axis_shapes_gamma_and_beta():
     expected = Function(
         [y], expected_layer_norm(y, const(g.reshape(5, 1)), const(b.reshape(5, 1)), 1, 1e-5)
     )
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_layer_norm_with_variable_gamma_and_without_center():
@@ -313,7 +315,7 @@ def test_layer_norm_with_variable_gamma_and_without_center():
     y, g2, b2 = var("x", shape=(2, 5, 8)), var("g", shape=(5,)), var("b", shape=(5,))
     gamma = op.expand_dims(g2, axis=1, num_newaxis=1)
     expected = Function([y, g2, b2], expected_layer_norm(y, gamma, None, 1, 1e-5))
-    assert_structural_equal(out["main"], expected)
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 def test_layer_norm_without_scale():
@@ -322,7 +324,8 @@ def test_layer_norm_without_scale():
     mod = IRModule.from_expr(Function([x], op.nn.layer_norm(x, const(vec(4)), b, scale=False)))
     out = check_semantics(irpass.transform.SimplifyInference(), mod, config={DECOMPOSE: True})
     y = var("x", shape=(3, 4))
-    assert_structural_equal(out["main"], Function([y], expected_layer_norm(y, None, b, 1, 1e-5)))
+    expected = Function([y], expected_layer_norm(y, None, b, 1, 1e-5))
+    assert_structural_equal(out["main"], infer_type(expected))
 
 
 # -- node kinds, sharing, deep programs -----------------------------------------------------------
