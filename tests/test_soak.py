@@ -232,6 +232,26 @@ def test_main_exit_status_and_summary(capsys, planted, monkeypatch):
     assert "FAIL seed=" in text and "failures by signature:" in text
 
 
+def test_main_caps_memory_while_it_runs_and_gives_the_old_limit_back(monkeypatch):
+    # main in-process (as here) once left a 4 GB cap on the whole test session
+    resource = pytest.importorskip("resource")
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    seen = []
+
+    def fake_run_soak(*args, **kwargs):
+        seen.append(resource.getrlimit(resource.RLIMIT_AS)[0])
+        return soak.SoakReport()
+
+    monkeypatch.setattr(soak, "run_soak", fake_run_soak)
+    assert soak.main(["--programs", "1", "--memory-limit", "3"]) == 0
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    if before[0] == resource.RLIM_INFINITY or before[0] > 3 * 2**30:
+        assert seen == [3 * 2**30]
+    with pytest.raises(SystemExit):  # a usage error on the way out restores it too
+        soak.main(["--config", "NoSuchPass"])
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
 def test_main_lists_configs_and_refuses_unknown_ones(capsys):
     assert soak.main(["--list-configs"]) == 0
     listed = capsys.readouterr().out.split()

@@ -766,16 +766,28 @@ def run_soak(programs: int, seed: int = 0, *, configs: Sequence[SoakConfig] | No
     return report
 
 
-def _limit_memory(nbytes: int) -> None:
+@contextlib.contextmanager
+def _memory_limit(nbytes: int) -> Iterator[None]:
+    """Cap the address space at ``nbytes`` inside the block (no cap where the platform has
+    none); the old limit is back afterwards, so ``main`` called in-process (as the tests
+    do) leaves its caller's limit alone."""
     try:
         import resource
-    except ImportError:  # not on this platform: run without a limit
+    except ImportError:
+        yield
         return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    soft, hard = old
     if hard != resource.RLIM_INFINITY:
         nbytes = min(nbytes, hard)
-    if soft == resource.RLIM_INFINITY or soft > nbytes:
-        resource.setrlimit(resource.RLIMIT_AS, (nbytes, hard))
+    if nbytes <= 0 or (soft != resource.RLIM_INFINITY and soft <= nbytes):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, old)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -804,8 +816,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="address-space limit of each process, so a pass that blows "
                         "up fails with MemoryError instead of starving the machine (0: none)")
     args = parser.parse_args(argv)
-    if args.memory_limit > 0:
-        _limit_memory(int(args.memory_limit * 2**30))
+    with _memory_limit(int(args.memory_limit * 2**30)):
+        return _run(parser, args)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     configs = std_configs()
     if args.list_configs:
         for c in configs:
