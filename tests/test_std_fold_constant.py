@@ -583,12 +583,18 @@ def test_models_keep_their_meaning(name):
     check_semantics(irpass.transform.FoldConstant(), models.MODELS[name]())
 
 
+# documented as never folded: they would only turn a tiny call into a big constant
+CREATION_OPS = {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like"}
+
+
 def assert_no_constant_calls(mod: IRModule) -> None:
-    """No op call with arguments left whose arguments are all constants."""
+    """No op call with arguments left whose arguments are all constants, creation ops
+    aside."""
 
     def visit(node):
         if type(node) is Call and type(node.op) is Op and node.args:
-            assert not all(type(a) is Constant for a in node.args), node
+            if node.op.name not in CREATION_OPS:
+                assert not all(type(a) is Constant for a in node.args), node
 
     for _gv, func in mod.items():
         post_order_visit(func, visit)
