@@ -37,7 +37,9 @@ ToANormalForm follows TVM Relay's algorithm:
 A ``let`` of the input keeps its var: its value is bound to it directly (no
 extra fresh var) when the ``let`` is the value's only use. Lets used as values
 are flattened into the enclosing scope. A function with attr ``Primitive=1``
-is atomic (neither bound nor converted), as in TVM; a ``let``-bound function
+is atomic (neither bound nor converted): TVM leaves its body alone too but
+let-binds it; irpass keeps it as the callee, so a fused call stays a call of a
+``Primitive`` function literal, as FuseOps wrote it. A ``let``-bound function
 that calls itself (letrec) is converted on its own, because its body may only
 see its var after the binding. Global functions with a true ``Primitive`` or
 ``SkipOptimization`` attr are left alone. Already-ANF code is returned as the

@@ -2,8 +2,11 @@
 
 ``irpass.testing.check_semantics`` runs a pass and compares outputs before and
 after on random inputs; ``irpass.testing.models`` builds small networks with real shapes;
-``irpass.testing.strategies`` (needs the ``test`` extra) generates random
-programs with hypothesis.
+``irpass.testing.programs`` generates seeded random programs over the whole op set and IR
+(``random_module(seed)``), ``irpass.testing.strategies`` (needs the ``test`` extra) draws
+them with hypothesis, and ``python -m irpass.testing.soak --programs N --seed S`` runs every
+std pass and the default pipeline on N of them, checking meaning, well-formedness, types and
+that the input is unchanged, and printing a shrunk text reproducer for each failure.
 """
 
 from __future__ import annotations
