@@ -11,7 +11,9 @@ section, with TVM's parameter weights and biases. Meaning is checked besides
 on every example network, on networks whose batch norms were turned into
 ``multiply``/``add`` (by hand and by SimplifyInference), on hypothesis
 programs and on random conv/dense chains (parameter biases, leaky relus, two
-consumers).
+consumers). Programs in A-normal form (every constant let-bound, some shared)
+have their own expected-IR tests, and the random chains and example networks
+must fold the same in A-normal form as in graph form.
 """
 
 from __future__ import annotations
@@ -518,6 +520,23 @@ def test_forward_zero_scale_with_a_bias_does_not_fire():
     _same(ForwardFoldScaleAxis, _mod([x], y))
 
 
+@pytest.mark.parametrize("bias", ["constant", "parameter"])
+def test_forward_subnormal_scale_with_a_bias_does_not_fire(bias):
+    # b / s would overflow to inf (hypothesis found 0.47 / 1e-39 on a dense chain)
+    x = var("x", shape=(2, 4))
+    b = var("b", shape=(4,)) if bias == "parameter" else _c(_arr(4))
+    params = [x, b] if bias == "parameter" else [x]
+
+    def program(s):
+        return _mod(params, op.nn.dense(op.add(op.multiply(x, _c(s)), b), _c(_arr(3, 4))))
+
+    s = np.array([1.0, 0.5, 2.0, 1e-39], "float32")
+    _same(ForwardFoldScaleAxis, program(s))
+    # the control: the smallest normal scale folds
+    s[3] = np.finfo("float32").tiny
+    assert "multiply" not in _ops(_run(ForwardFoldScaleAxis, program(s)))
+
+
 @pytest.mark.parametrize("shape", [(3, 6, 6), (6,), (1, 3, 6, 1)])
 def test_forward_non_per_channel_does_not_fire(shape):
     x = var("x", shape=X)
@@ -723,6 +742,284 @@ def test_forward_var_read_by_two_convs_and_returned_does_not_fire():
     out = _run(ForwardFoldScaleAxis, _mod([x], Let(m, op.multiply(x, _c(s)), Tuple(convs))))
     folded = op.nn.conv2d(m, _c(w * s.reshape(1, 3, 1, 1)))
     _assert_ir(out, Function([x], Let(m, x, Tuple([folded, folded]))))
+
+
+# -- A-normal form: let-bound constants ----------------------------------------------------------
+#
+# ToANormalForm binds every constant to a var of its own. Both directions read a scale, a bias
+# or a weight through such a var (and chains `let %d = %c`); a new weight or bias goes into the
+# binding when the vars on the way are used once each, else into the use (the var keeps its
+# value for its other users), and a binding whose every use went away is dropped.
+
+
+def _lets(bindings, body):
+    """``let v1 = e1; let v2 = e2; ...; body`` from ``[(v1, e1), (v2, e2), ...]``."""
+    for v, value in reversed(bindings):
+        body = Let(v, value, body)
+    return body
+
+
+def test_a_normal_form_backward_conv_with_let_bound_weight_bias_and_scale():
+    x = var("x", shape=X)
+    wv, cv, bv, av, sv, mv = (var(n) for n in ("w", "c", "b", "a", "s", "m"))
+    w, b, s = _arr(4, 3, 3, 3), _arr(4), _arr(4, 1, 1)
+    body = _lets(
+        [
+            (wv, _c(w)),
+            (cv, op.nn.conv2d(x, wv, padding=1)),
+            (bv, _c(b)),
+            (av, op.nn.bias_add(cv, bv)),
+            (sv, _c(s)),
+            (mv, op.multiply(av, sv)),
+        ],
+        mv,
+    )
+    out = _run(BackwardFoldScaleAxis, _mod([x], body))
+    expected = _lets(
+        [
+            (wv, _c(w * s.reshape(4, 1, 1, 1))),
+            (cv, op.nn.conv2d(x, wv, padding=1)),
+            (bv, _c(b * s.reshape(4))),
+            (av, op.nn.bias_add(cv, bv)),
+            (mv, av),  # the multiply is gone, and so is the binding of its scale
+        ],
+        mv,
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_forward_conv_with_let_bound_scale_bias_and_weight():
+    x = var("x", shape=X)
+    sv, mv, rv, bv, av, wv, cv = (var(n) for n in ("s", "m", "r", "b", "a", "w", "c"))
+    s, b, w = _pos(3, 1, 1), _arr(3, 1, 1), _arr(4, 3, 3, 3)
+    body = _lets(
+        [
+            (sv, _c(s)),
+            (mv, op.multiply(sv, x)),  # the scale on the left
+            (rv, op.nn.relu(mv)),
+            (bv, _c(b)),
+            (av, op.add(rv, bv)),
+            (wv, _c(w)),
+            (cv, op.nn.conv2d(av, wv, padding=1)),
+        ],
+        cv,
+    )
+    out = _run(ForwardFoldScaleAxis, _mod([x], body))
+    expected = _lets(
+        [
+            (mv, x),
+            (rv, op.nn.relu(mv)),
+            (bv, _c(b / s)),
+            (av, op.add(rv, bv)),
+            (wv, _c(w * s.reshape(1, 3, 1, 1))),
+            (cv, op.nn.conv2d(av, wv, padding=1)),
+        ],
+        cv,
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_backward_dense_with_let_bound_weight_bias_and_scale():
+    x = var("x", shape=(2, 5))
+    wv, dv, bv, av, sv, mv = (var(n) for n in ("w", "d", "b", "a", "s", "m"))
+    w, b, s = _arr(4, 5), _arr(4), _arr(4)
+    body = _lets(
+        [
+            (wv, _c(w)),
+            (dv, op.nn.dense(x, wv)),
+            (bv, _c(b)),
+            (av, op.add(dv, bv)),
+            (sv, _c(s)),
+            (mv, op.multiply(av, sv)),
+        ],
+        mv,
+    )
+    out = _run(BackwardFoldScaleAxis, _mod([x], body))
+    expected = _lets(
+        [
+            (wv, _c(w * s[:, None])),
+            (dv, op.nn.dense(x, wv)),
+            (bv, _c(b * s)),
+            (av, op.add(dv, bv)),
+            (mv, av),
+        ],
+        mv,
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_forward_dense_through_chains_of_let_bound_vars():
+    # let %d = %c: the scale and the weight are each two vars away from their constant
+    x = var("x", shape=(2, 5))
+    s1, s2, mv, w1, w2, dv = (var(n) for n in ("s1", "s2", "m", "w1", "w2", "d"))
+    s, w = _arr(5), _arr(4, 5)
+    body = _lets(
+        [
+            (s1, _c(s)),
+            (s2, s1),
+            (mv, op.multiply(x, s2)),
+            (w1, _c(w)),
+            (w2, w1),
+            (dv, op.nn.dense(mv, w2)),
+        ],
+        dv,
+    )
+    out = _run(ForwardFoldScaleAxis, _mod([x], body))
+    # both scale bindings lose their only use; the weight's chain keeps its form
+    expected = _lets([(mv, x), (w1, _c(w * s[None, :])), (w2, w1), (dv, op.nn.dense(mv, w2))], dv)
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_shared_weight_only_one_user_folds():
+    # %w is read by two convolutions and only the first has a scale after it: the first gets
+    # the scaled weight at its use, the second still reads the original through %w
+    x = var("x", shape=X)
+    wv, c1, c2, sv, mv = (var(n) for n in ("w", "c1", "c2", "s", "m"))
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    bindings = [
+        (wv, _c(w)),
+        (c1, op.nn.conv2d(x, wv)),
+        (c2, op.nn.conv2d(x, wv)),
+        (sv, _c(s)),
+        (mv, op.multiply(c1, sv)),
+    ]
+    out = _run(BackwardFoldScaleAxis, _mod([x], _lets(bindings, Tuple([mv, c2]))))
+    expected = _lets(
+        [
+            (wv, _c(w)),
+            (c1, op.nn.conv2d(x, _c(w * s.reshape(4, 1, 1, 1)))),
+            (c2, op.nn.conv2d(x, wv)),
+            (mv, c1),
+        ],
+        Tuple([mv, c2]),
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_shared_weight_through_a_chain_gets_its_value_in_the_chain():
+    # conv2d(x, %v) folds, %v = %w is used once, %w also feeds a conv that does not fold:
+    # %v is bound to the new weight, %w keeps the old one
+    x = var("x", shape=X)
+    wv, vv, c1, c2, sv, mv = (var(n) for n in ("w", "v", "c1", "c2", "s", "m"))
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    bindings = [
+        (wv, _c(w)),
+        (vv, wv),
+        (c1, op.nn.conv2d(x, vv)),
+        (c2, op.nn.conv2d(x, wv)),
+        (sv, _c(s)),
+        (mv, op.multiply(c1, sv)),
+    ]
+    out = _run(BackwardFoldScaleAxis, _mod([x], _lets(bindings, Tuple([mv, c2]))))
+    expected = _lets(
+        [
+            (wv, _c(w)),
+            (vv, _c(w * s.reshape(4, 1, 1, 1))),
+            (c1, op.nn.conv2d(x, vv)),
+            (c2, op.nn.conv2d(x, wv)),
+            (mv, c1),
+        ],
+        Tuple([mv, c2]),
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_shared_weight_both_users_fold_and_the_binding_goes():
+    x = var("x", shape=(2, 5))
+    wv, d1, d2, s1v, s2v, m1, m2 = (var(n) for n in ("w", "d1", "d2", "s1", "s2", "m1", "m2"))
+    w, s1, s2 = _arr(4, 5), _arr(4), _arr(4)
+    bindings = [
+        (wv, _c(w)),
+        (d1, op.nn.dense(x, wv)),
+        (d2, op.nn.dense(x, wv)),
+        (s1v, _c(s1)),
+        (m1, op.multiply(d1, s1v)),
+        (s2v, _c(s2)),
+        (m2, op.multiply(s2v, d2)),
+    ]
+    out = _run(BackwardFoldScaleAxis, _mod([x], _lets(bindings, Tuple([m1, m2]))))
+    expected = _lets(
+        [
+            (d1, op.nn.dense(x, _c(w * s1[:, None]))),
+            (d2, op.nn.dense(x, _c(w * s2[:, None]))),
+            (m1, d1),
+            (m2, d2),
+        ],
+        Tuple([m1, m2]),
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_shared_scale_and_bias_keep_their_bindings():
+    # backward: the scale is also added after the multiply; forward: the bias is also returned
+    x = var("x", shape=X)
+    wv, cv, sv, mv = (var(n) for n in ("w", "c", "s", "m"))
+    w, s = _arr(4, 3, 1, 1), _arr(4, 1, 1)
+    bindings = [(wv, _c(w)), (cv, op.nn.conv2d(x, wv)), (sv, _c(s)), (mv, op.multiply(cv, sv))]
+    out = _run(BackwardFoldScaleAxis, _mod([x], _lets(bindings, op.add(mv, sv))))
+    expected = _lets(
+        [(wv, _c(w * s.reshape(4, 1, 1, 1))), (cv, op.nn.conv2d(x, wv)), (sv, _c(s)), (mv, cv)],
+        op.add(mv, sv),
+    )
+    _assert_ir(out, Function([x], expected))
+
+    sv, mv, bv, av, wv, cv = (var(n) for n in ("s", "m", "b", "a", "w", "c"))
+    s, b, w = _arr(3, 1, 1), _arr(3, 1, 1), _arr(4, 3, 1, 1)
+    bindings = [
+        (sv, _c(s)),
+        (mv, op.multiply(x, sv)),
+        (bv, _c(b)),
+        (av, op.subtract(mv, bv)),
+        (wv, _c(w)),
+        (cv, op.nn.conv2d(av, wv)),
+    ]
+    out = _run(ForwardFoldScaleAxis, _mod([x], _lets(bindings, Tuple([cv, bv]))))
+    expected = _lets(
+        [
+            (mv, x),
+            (bv, _c(b)),
+            (av, op.subtract(mv, _c(b / s))),
+            (wv, _c(w * s.reshape(1, 3, 1, 1))),
+            (cv, op.nn.conv2d(av, wv)),
+        ],
+        Tuple([cv, bv]),
+    )
+    _assert_ir(out, Function([x], expected))
+
+
+def test_a_normal_form_let_bound_scale_that_cannot_fold_leaves_the_module_alone():
+    # a let-bound scale is read, but the rules still hold: -s cannot cross the relu
+    x = var("x", shape=X)
+    wv, cv, rv, sv, mv = (var(n) for n in ("w", "c", "r", "s", "m"))
+    bindings = [
+        (wv, _c(_arr(4, 3, 1, 1))),
+        (cv, op.nn.conv2d(x, wv)),
+        (rv, op.nn.relu(cv)),
+        (sv, _c(-_pos(4, 1, 1))),
+        (mv, op.multiply(rv, sv)),
+    ]
+    _same(BackwardFoldScaleAxis, _mod([x], _lets(bindings, mv)))
+    # the control: a positive scale crosses the relu
+    bindings[3] = (sv, _c(_pos(4, 1, 1)))
+    out = _run(BackwardFoldScaleAxis, _mod([x], _lets(bindings, mv)))
+    assert "multiply" not in _ops(out)
+
+
+def test_a_normal_form_matches_the_graph_form_result_on_models():
+    # ToANormalForm then FoldScaleAxis computes the weights FoldScaleAxis computes on the
+    # graph form: the same constants, in bindings
+    def constants(expr):
+        found = []
+        post_order_visit(expr, lambda n: found.append(n.data) if type(n) is Constant else None)
+        return sorted((a.shape, a.tobytes()) for a in found)
+
+    for name in ("resnet", "mobilenet"):
+        mod = models.MODELS[name]()
+        graph = check_semantics([get_pass("SimplifyInference"), FoldScaleAxis()], mod)
+        anf = check_semantics(
+            [get_pass("SimplifyInference"), get_pass("ToANormalForm"), FoldScaleAxis()], mod
+        )
+        assert constants(anf["main"]) == constants(graph["main"]), name
 
 
 # -- TVM's tests/python/relay/test_pass_fold_scale_axis.py ---------------------------------------
@@ -1276,6 +1573,15 @@ def test_random_weighted_chains_keep_meaning(mod):
     check_semantics(FoldScaleAxis(), mod, rtol=1e-3, atol=1e-4)
 
 
+@settings(max_examples=60, deadline=None)
+@given(_weighted_chains())
+def test_random_weighted_chains_fold_the_same_in_a_normal_form(mod):
+    # every constant let-bound: the same ops are left as on the graph form, and meaning kept
+    graph = check_semantics(FoldScaleAxis(), mod, rtol=1e-3, atol=1e-4)
+    anf = check_semantics([get_pass("ToANormalForm"), FoldScaleAxis()], mod, rtol=1e-3, atol=1e-4)
+    assert sorted(_ops(anf["main"])) == sorted(_ops(graph["main"]))
+
+
 # -- deep programs -----------------------------------------------------------------------------
 
 DEPTH = 30_000
@@ -1337,6 +1643,44 @@ def test_deep_dual_path_chain_with_a_parameter_bias_forward():
     assert ops.count("divide") == DEPTH // 6 and ops.count("multiply") == 0
     args = {"x": np.array([[1.0, -1.0]], "float32"), "b": np.array([0.25, 0.5], "float32")}
     np.testing.assert_allclose(irpass.evaluate(out, **args), irpass.evaluate(mod, **args))
+
+
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+def test_deep_a_normal_form_chain_folds_every_layer(direction):
+    # every layer's weight and scale let-bound, as ToANormalForm leaves them
+    x = var("x", shape=(1, 2))
+    w = np.eye(2, dtype="float32")
+    s = np.array([1.0, 0.5], "float32")
+    bindings, prev = [], x
+    for i in range(DEPTH // 5):
+        wv, sv, dv, mv, rv = (Var(f"{n}{i}") for n in "wsdmr")
+        if direction == "backward":  # relu(dense(x, w) * s)
+            steps = [
+                (wv, _c(w)),
+                (dv, op.nn.dense(prev, wv)),
+                (sv, _c(s)),
+                (mv, op.multiply(dv, sv)),
+                (rv, op.nn.relu(mv)),
+            ]
+            prev = rv
+        else:  # dense(relu(x * s), w)
+            steps = [
+                (sv, _c(s)),
+                (mv, op.multiply(prev, sv)),
+                (rv, op.nn.relu(mv)),
+                (wv, _c(w)),
+                (dv, op.nn.dense(rv, wv)),
+            ]
+            prev = dv
+        bindings += steps
+    mod = _mod([x], _lets(bindings, prev))
+    p = BackwardFoldScaleAxis if direction == "backward" else ForwardFoldScaleAxis
+    with PassContext(opt_level=3):
+        out = Sequential([get_pass("InferType"), p])(mod)
+    ops = _ops(out["main"])
+    assert ops.count("multiply") == 0 and ops.count("nn.dense") == DEPTH // 5
+    args = {"x": np.array([[1.0, 1.0]], "float32")}
+    np.testing.assert_array_equal(irpass.evaluate(out, **args), irpass.evaluate(mod, **args))
 
 
 def test_deep_chain_with_nothing_to_fold_is_the_same_object():

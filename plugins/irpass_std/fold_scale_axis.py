@@ -35,17 +35,27 @@ read by two convolutions that each have a scale after them folds all three).
 From the data argument of each conv2d / dense the pass asks down a chain of
 ``nn.relu`` / ``nn.leaky_relu`` (needs ``s > 0``), ``nn.bias_add`` and ``add`` /
 ``subtract`` of a bias (TVM's ``relu(x * s + b)`` form: the bias becomes
-``b / s``, which needs ``s != 0``) for a per-channel ``multiply``, which
-disappears. A value on the way may have several users when *all* of them ask
-for the same axis (TVM's dual path: ``relu(x * s) - b`` read by two
-convolutions folds ``s`` into both weights); a value also read by anything
-else keeps its meaning. Grouped and depthwise convolutions are handled by
-scaling each weight entry with the scale of the input channel it reads.
+``b / s``, which needs every entry of ``s`` nonzero and not subnormal, lest
+``b / s`` overflow) for a per-channel ``multiply``, which disappears. A value
+on the way may have several users when *all* of them ask for the same axis
+(TVM's dual path: ``relu(x * s) - b`` read by two convolutions folds ``s``
+into both weights); a value also read by anything else keeps its meaning.
+Grouped and depthwise convolutions are handled by scaling each weight entry
+with the scale of the input channel it reads.
 
 A *bias* is the other operand of an ``add`` / ``subtract``: a constant of any
 shape, or any other float tensor that varies along the channel axis only (a
 parameter ``b`` of shape ``(C, 1, 1)``, ``expand_dims(b, 1, 2)``, ...), as in
 TVM; it must not broadcast the result to a bigger shape.
+
+A-normal form: wherever a constant is read (a scale, a bias, a weight), a var
+bound by a ``let`` to a ``Constant`` (or to such a var: ``let %d = %c``) counts
+as that constant, whatever its number of uses, as ``ToANormalForm`` binds every
+constant. A new weight or bias goes into the binding when the vars from the use
+to the constant have one use each (the program keeps its form), else into the
+use itself, so that every other reader of the var still sees the old value; a
+binding whose every use the rewrite removed (the scale of a folded multiply, a
+weight all of whose readers got a new one) is dropped.
 
 New weights and biases: a ``Constant`` becomes a new ``Constant`` computed with
 numpy in its own dtype (float16 in float32; weights are big and a product
@@ -65,11 +75,12 @@ shape would change.
 
 Cost: each pass first scans the function (closures included) for a conv2d /
 dense and returns it as it is if there is none; else it makes one post-order
-list of the function while counting uses. Backward computes what can be scaled
-bottom-up and the scale requests top-down (a node receives a request only from
-its single user); forward sends the requests top-down (a value takes the meet
-of its users' requests, and none unless every user sent one) and the scales
-bottom-up. Both rewrite with one memoizing :class:`~irpass.ir.ExprMutator`:
+list of the function while counting uses and noting the let-bound vars that
+stand for constants. Backward computes what can be scaled bottom-up and the
+scale requests top-down (a node receives a request only from its single user);
+forward sends the requests top-down (a value takes the meet of its users'
+requests, and none unless every user sent one) and the scales bottom-up. Both
+rewrite with one memoizing :class:`~irpass.ir.ExprMutator`:
 linear in the size of the function and iterative at any depth.
 """
 
@@ -133,12 +144,16 @@ class _Graph:
     projections, lets, ifs and functions (closures included), children
     before parents; ``weighted`` tells whether any of them is a conv2d or
     dense call (if none is, neither direction has anything to do).
+    ``constants`` maps each let-bound var whose value is a ``Constant``, or
+    a var bound to such a var (``let %c = const; let %d = %c``), to that
+    constant: the A-normal form binds every constant to a var.
     """
 
     def __init__(self, func: Function) -> None:
         order: list[Expr] = []
         uses: dict[Expr, int] = {}
         let_value: dict[Var, Expr] = {}
+        constants: dict[Expr, Constant] = {}
         weighted = False
         # One explicit-stack walk: each inner node is expanded once (counting a use for
         # each of its children) and appended to `order` when the marker under it pops.
@@ -167,7 +182,14 @@ class _Graph:
                 # pushed last, the value is walked (and listed) before the body: a let-bound
                 # var's value then comes before every use of the var in `order`
                 children = (node.body, node.value)
-                let_value[node.var] = node.value
+                value = node.value
+                let_value[node.var] = value
+                # a let is expanded before every node of its body, so the binding of a var
+                # this value names (which encloses this let) is already known
+                if type(value) is Constant:
+                    constants[node.var] = value
+                elif type(value) is Var and value in constants:
+                    constants[node.var] = constants[value]
             elif t is Tuple:
                 children = node.fields
             elif t is TupleGetItem:
@@ -187,6 +209,7 @@ class _Graph:
         self.order = order
         self.uses = uses
         self.let_value = let_value
+        self.constants = constants
         self.weighted = weighted
 
     def single_use(self, node: Expr) -> bool:
@@ -208,6 +231,33 @@ class _Graph:
                 break
             node = value
         return node
+
+    def constant(self, node: Expr) -> Constant | None:
+        """The constant ``node`` is, or stands for as a let-bound var (whatever its uses:
+        reading a constant's value changes nothing), else ``None``."""
+        return node if type(node) is Constant else self.constants.get(node)
+
+    def sole_binders(self, node: Expr) -> list[Var]:
+        """The vars of the chain ``node`` -> its let value -> ... that have one use each,
+        from ``node`` on: a new value given to the last one reaches ``node``'s one user
+        and no one else (empty when ``node`` is no var or is used more than once)."""
+        chain: list[Var] = []
+        uses, let_value = self.uses, self.let_value
+        while type(node) is Var and uses.get(node, 0) == 1 and node in let_value:
+            chain.append(node)
+            node = let_value[node]
+        return chain
+
+    def scalar_side(self, call: Call) -> tuple[int, Constant] | None:
+        """``(index of the other argument, constant)`` for a binary call with exactly one
+        constant argument (a ``Constant`` or a let-bound var standing for one)."""
+        a, b = call.args
+        ca, cb = self.constant(a), self.constant(b)
+        if cb is not None and ca is None:
+            return 0, cb
+        if ca is not None and cb is None:
+            return 1, ca
+        return None
 
 
 def _op_name(node: Expr) -> str | None:
@@ -287,17 +337,18 @@ def _divided(expr: Expr, factor: np.ndarray, dtype: str) -> Expr:
     return Call(Op.get("divide"), [expr, Constant(factor.astype(dtype))])
 
 
-def _bias_ok(bias: Expr, axis: int, rank: int) -> bool:
+def _bias_ok(graph: _Graph, bias: Expr, axis: int, rank: int) -> bool:
     """Whether ``bias``, the operand of an ``add`` / ``subtract`` beside the scaled value
     (of rank ``rank``, scaled along ``axis``), can take the scale itself.
 
-    A constant of any shape that broadcasts within the rank can (the new one is computed
-    here); any other float tensor must vary along ``axis`` only, as TVM requires, so the
-    ``multiply`` / ``divide`` left on it acts on one value per channel, not on a full
-    tensor at run time.
+    A constant (or a let-bound var standing for one) of any shape that broadcasts within
+    the rank can (the new one is computed here); any other float tensor must vary along
+    ``axis`` only, as TVM requires, so the ``multiply`` / ``divide`` left on it acts on
+    one value per channel, not on a full tensor at run time.
     """
-    if type(bias) is Constant:
-        return bias.data.ndim <= rank
+    const = graph.constant(bias)
+    if const is not None:
+        return const.data.ndim <= rank
     ty = _float_tensor(bias)
     if ty is None or ty.ndim > rank:
         return False
@@ -319,23 +370,92 @@ def _conv_out_axis(call: Call) -> int:
     return (attrs["out_layout"] or attrs["data_layout"]).index("C")
 
 
-def _scalar_side(call: Call) -> tuple[int, Constant] | None:
-    """``(index of the other argument, constant)`` for a binary call with one Constant side."""
-    a, b = call.args
-    if type(b) is Constant and type(a) is not Constant:
-        return 0, b
-    if type(a) is Constant and type(b) is not Constant:
-        return 1, a
-    return None
+class _Plan:
+    """The rewrite planned for one function.
+
+    ``forward[call] = i`` replaces a call by its i-th (rewritten) argument;
+    ``edits[call]`` maps the rebuilt call to its replacement; ``rebind[var]``
+    is the new value of the let binding of ``var`` (``None``: the binding is
+    dropped). A constant operand bound to a var (A-normal form) gets its new
+    value in the binding when the vars from the use to the constant are used
+    once each (the module keeps its form), else at the use: a var also read
+    elsewhere keeps its value. A binding of a constant, or of a var standing
+    for one, whose every use the rewrite removes is dropped, so no dead copy
+    of a weight is left behind.
+    """
+
+    def __init__(self, graph: _Graph) -> None:
+        self.graph = graph
+        self.forward: dict[Expr, int] = {}
+        self.edits: dict[Expr, _Edit] = {}
+        self.rebind: dict[Var, Expr | None] = {}
+        self.lost: dict[Expr, int] = {}  # per let-bound var: how many of its uses are gone
+
+    def remove(self, call: Call, index: int) -> None:
+        """Replace the binary ``call`` by its argument ``index`` (the other one, a constant
+        scale, loses this use)."""
+        self.forward[call] = index
+        self.release(call.args[1 - index])
+
+    def scale_arg(
+        self,
+        call: Call,
+        index: int,
+        factor: np.ndarray,
+        dtype: str,
+        apply: Callable[[Expr, np.ndarray, str], Expr] = _scaled,
+    ) -> None:
+        """Scale argument ``index`` of ``call`` by ``factor`` (``apply`` is :func:`_scaled`,
+        or :func:`_divided` to divide it)."""
+        graph = self.graph
+        arg = call.args[index]
+        const = graph.constant(arg)
+        new = None
+        if const is not None:
+            new = apply(const, factor, dtype)
+            binders = graph.sole_binders(arg)
+            if binders:
+                last = binders[-1]
+                self.rebind[last] = new
+                self.release(graph.let_value[last])  # a var it was bound to loses a use
+                return
+            self.release(arg)
+
+        def edit(rebuilt: Call) -> Expr:
+            args = list(rebuilt.args)
+            args[index] = new if new is not None else apply(args[index], factor, dtype)
+            return Call(rebuilt.op, args, rebuilt.attrs)
+
+        self.edits[call] = edit
+
+    def release(self, node: Expr) -> None:
+        """A use of ``node``, a constant operand, is gone: drop the bindings (of ``node``,
+        then of the vars they were bound to) that have no use left."""
+        uses, let_value, lost = self.graph.uses, self.graph.let_value, self.lost
+        while type(node) is Var and node in let_value:
+            count = lost.get(node, 0) + 1
+            lost[node] = count
+            if count < uses[node]:
+                return
+            self.rebind[node] = None
+            node = let_value[node]
 
 
 class _Rewriter(ExprMutator):
-    """Applies planned edits: ``forward[call] = i`` replaces a call by its i-th (rewritten)
-    argument; ``edits[call]`` maps the rebuilt call to its replacement."""
+    """Applies a :class:`_Plan`."""
 
-    def __init__(self, forward: dict[Expr, int], edits: dict[Expr, _Edit]) -> None:
-        self.forward = forward
-        self.edits = edits
+    def __init__(self, plan: _Plan) -> None:
+        self.forward = plan.forward
+        self.edits = plan.edits
+        self.rebind = plan.rebind
+
+    def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
+        var = let.var  # vars are never rewritten here
+        rebind = self.rebind
+        if var in rebind:
+            value = rebind[var]
+            return None if value is None else (var, value)
+        return var, self.visit(let.value)
 
     def visit_call(self, call: Call) -> Expr:
         new = super().visit_call(call)
@@ -372,10 +492,10 @@ class _Backward:
         if not self.graph.weighted:
             return func
         self.analyse()
-        forward, edits = self.plan()
-        if not forward:
+        plan = self.plan()
+        if not plan.forward:
             return func
-        return _Rewriter(forward, edits).visit(func)
+        return _Rewriter(plan).visit(func)
 
     # bottom-up: what each node could absorb
     def analyse(self) -> None:
@@ -440,7 +560,7 @@ class _Backward:
             if (
                 inner is not None
                 and _tensor_type(call.args[index]) == out
-                and _bias_ok(call.args[1 - index], inner.axis, inner.rank)
+                and _bias_ok(self.graph, call.args[1 - index], inner.axis, inner.rank)
             ):
                 self.into[call] = (index,)
                 return inner
@@ -448,7 +568,7 @@ class _Backward:
 
     def scalable_multiply(self, call: Call) -> _Scalable | None:
         out = _float_tensor(call)
-        side = _scalar_side(call)
+        side = self.graph.scalar_side(call)
         if out is None or side is None:
             return None
         index, const = side
@@ -466,11 +586,10 @@ class _Backward:
         return inner
 
     # top-down: which nodes receive which scale
-    def plan(self) -> tuple[dict[Expr, int], dict[Expr, _Edit]]:
+    def plan(self) -> _Plan:
         info, into, graph = self.info, self.into, self.graph
         request: dict[Expr, np.ndarray] = {}
-        forward: dict[Expr, int] = {}
-        edits: dict[Expr, _Edit] = {}
+        plan = _Plan(graph)
         for node in reversed(graph.order):
             if node not in info:
                 continue
@@ -481,51 +600,31 @@ class _Backward:
                 (index,) = into[node]
                 vec = own if incoming is None else incoming * own
                 request[graph.resolve(node.args[index])] = vec
-                forward[node] = index
+                plan.remove(node, index)
                 continue
             if incoming is None:
                 continue
             for index in into.get(node, ()):
                 request[graph.resolve(node.args[index])] = incoming
-            edit = self.edit(node, incoming)
-            if edit is not None:
-                edits[node] = edit
-        return forward, edits
+            self.edit(plan, node, incoming)
+        return plan
 
-    def edit(self, call: Call, vec: np.ndarray) -> _Edit | None:
-        """How ``call`` takes the channel scale ``vec`` of its output (None: nothing to do)."""
+    def edit(self, plan: _Plan, call: Call, vec: np.ndarray) -> None:
+        """Plan how ``call`` takes the channel scale ``vec`` of its output."""
         name = call.op.name
         dtype = _tensor_type(call).dtype
         if name == "nn.conv2d":
             o_axis = call.attrs["kernel_layout"].index("O")
-            return _replace_arg(1, _along(vec, o_axis, 4), dtype)
-        if name == "nn.dense":
-            return _replace_arg(1, vec[:, None], dtype)  # weight rows are output units
-        if name == "nn.bias_add":
-            return _replace_arg(1, vec, dtype)
-        if name in _ADDITIVE and len(self.into[call]) == 1:
+            plan.scale_arg(call, 1, _along(vec, o_axis, 4), dtype)
+        elif name == "nn.dense":
+            plan.scale_arg(call, 1, vec[:, None], dtype)  # weight rows are output units
+        elif name == "nn.bias_add":
+            plan.scale_arg(call, 1, vec, dtype)
+        elif name in _ADDITIVE and len(self.into[call]) == 1:
             (index,) = self.into[call]
             info = self.info[call]
-            factor = _trailing(vec, info.axis, info.rank)
-            return _replace_arg(1 - index, factor, dtype)
-        return None  # relu, or an add whose both sides take the scale
-
-
-def _replace_arg(
-    index: int,
-    factor: np.ndarray,
-    dtype: str,
-    apply: Callable[[Expr, np.ndarray, str], Expr] = _scaled,
-) -> _Edit:
-    """An edit scaling argument ``index`` of a binary call by ``factor`` (``apply`` is
-    :func:`_scaled`, or :func:`_divided` to divide it)."""
-
-    def edit(new: Call) -> Expr:
-        args = list(new.args)
-        args[index] = apply(args[index], factor, dtype)
-        return Call(new.op, args, new.attrs)
-
-    return edit
+            plan.scale_arg(call, 1 - index, _trailing(vec, info.axis, info.rank), dtype)
+        # else a relu, or an add whose both sides take the scale: nothing to do
 
 
 # -- forward -------------------------------------------------------------------------------------
@@ -534,8 +633,8 @@ def _replace_arg(
 # What every user of a value accepts, ``(axis, rank, positive, divides)``: a per-channel
 # scale along ``axis`` of the rank-``rank`` value may be taken out of it and into the
 # weights further up, if every entry is > 0 when ``positive`` (a relu is on the way) and
-# none is 0 when ``divides`` (a bias on the way becomes ``b / s``). A plain tuple: one is
-# built per node on the way.
+# none is 0 or subnormal when ``divides`` (a bias on the way becomes ``b / s``). A plain
+# tuple: one is built per node on the way.
 _Request = tuple[int, int, bool, bool]
 
 
@@ -563,8 +662,7 @@ class _Forward:
         self.request()
         if not self.folds:
             return func
-        forward, edits = self.plan()
-        return _Rewriter(forward, edits).visit(func)
+        return _Rewriter(self.plan()).visit(func)
 
     # top-down: what each value's users accept
     def send(self, node: Expr, req: _Request) -> None:
@@ -609,9 +707,9 @@ class _Forward:
                 for index in (0, 1):  # like TVM, the left operand is tried first
                     data = node.args[index]
                     if (
-                        type(data) is not Constant
+                        self.graph.constant(data) is None
                         and _tensor_type(data) == out
-                        and _bias_ok(node.args[1 - index], axis, rank)
+                        and _bias_ok(self.graph, node.args[1 - index], axis, rank)
                     ):
                         self.pass_to(node, index, (axis, rank, positive, True))
                         break
@@ -635,7 +733,7 @@ class _Forward:
     def fold_multiply(self, call: Call, req: _Request) -> None:
         """Plan removing ``multiply(x, s)`` when ``s`` is per-channel along the requested axis."""
         out = _float_tensor(call)
-        side = _scalar_side(call)
+        side = self.graph.scalar_side(call)
         if out is None or side is None:
             return
         index, const = side
@@ -647,61 +745,60 @@ class _Forward:
             return
         if positive and not (vec > 0).all():
             return  # relu(x * s) != relu(x) * s unless s > 0
-        if divides and not (vec != 0).all():
-            return  # a bias would become b / s
+        if divides and not (np.abs(vec) >= np.finfo(out.dtype).tiny).all():
+            # a bias would become b / s: a zero or subnormal s would make it overflow
+            return
         self.folds[call] = (index, vec)
 
     # bottom-up: the scale each value now lacks, and the edits that make up for it
-    def plan(self) -> tuple[dict[Expr, int], dict[Expr, _Edit]]:
+    def plan(self) -> _Plan:
         uses, binder, folds, through = self.graph.uses, self.binder, self.folds, self.through
         scaled: dict[Expr, np.ndarray] = {}
-        forward: dict[Expr, int] = {}
-        edits: dict[Expr, _Edit] = {}
+        plan = _Plan(self.graph)
         for node in self.graph.order:
             if type(node) is not Call:
                 continue
             if node in folds:
                 index, vec = folds[node]
-                forward[node] = index
+                plan.remove(node, index)
             elif node in through:
                 index, req = through[node]
                 vec = scaled.get(node.args[index])
                 if vec is None:
                     continue
-                edit = _bias_edit(node, index, vec, req)
-                if edit is not None:
-                    edits[node] = edit
+                _bias_edit(plan, node, index, vec, req)
             else:
                 name = _op_name(node)
                 if name in _WEIGHTED:
                     vec = scaled.get(node.args[0])
                     if vec is not None:
-                        edits[node] = _weight_edit(node, name, vec)
+                        _weight_edit(plan, node, name, vec)
                 continue
             # `node` now computes its old value divided by `vec`; so do the vars bound to it
             scaled[node] = vec
             while node in binder and uses[node] == 1:
                 node = binder[node]
                 scaled[node] = vec
-        return forward, edits
+        return plan
 
 
-def _bias_edit(call: Call, index: int, vec: np.ndarray, req: _Request) -> _Edit | None:
-    """How an op carrying the scale ``vec`` of argument ``index`` makes up for it."""
+def _bias_edit(plan: _Plan, call: Call, index: int, vec: np.ndarray, req: _Request) -> None:
+    """Plan how an op carrying the scale ``vec`` of argument ``index`` makes up for it."""
     name = call.op.name
     if name in _HOMOGENEOUS:
-        return None
+        return
     dtype = _tensor_type(call).dtype
     if name == "nn.bias_add":
-        return _replace_arg(1, vec, dtype, _divided)
-    return _replace_arg(1 - index, _trailing(vec, req[0], req[1]), dtype, _divided)
+        plan.scale_arg(call, 1, vec, dtype, _divided)
+    else:
+        plan.scale_arg(call, 1 - index, _trailing(vec, req[0], req[1]), dtype, _divided)
 
 
-def _weight_edit(call: Call, name: str, vec: np.ndarray) -> _Edit:
-    """How a conv2d / dense whose data lost the scale ``vec`` takes it into its weight."""
+def _weight_edit(plan: _Plan, call: Call, name: str, vec: np.ndarray) -> None:
+    """Plan how a conv2d / dense whose data lost the scale ``vec`` takes it into its weight."""
     dtype = _tensor_type(call.args[0]).dtype
     factor = vec[None, :] if name == "nn.dense" else _input_channel_factor(vec, call)
-    return _replace_arg(1, factor, dtype)
+    plan.scale_arg(call, 1, factor, dtype)
 
 
 def _input_channel_factor(vec: np.ndarray, conv: Call) -> np.ndarray:
