@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..ir import Function, IRModule, TensorType, TupleType, Type
@@ -22,14 +24,19 @@ def random_value(ty: Type, rng: np.random.Generator) -> object:
     return rng.standard_normal(size=ty.shape).astype(ty.dtype)
 
 
-def random_inputs(func_or_mod: Function | IRModule, seed: int = 0) -> dict[str, object]:
+def random_inputs(
+    func_or_mod: Function | IRModule,
+    seed: int = 0,
+    draw: Callable[[Type, np.random.Generator], object] = random_value,
+) -> dict[str, object]:
     """Random arguments for every parameter of ``func_or_mod`` (a module's ``main``),
-    keyed by parameter name; parameters must have type annotations."""
+    keyed by parameter name, each made by ``draw(type, rng)`` (default
+    :func:`random_value`); parameters must have type annotations."""
     func = func_or_mod["main"] if isinstance(func_or_mod, IRModule) else func_or_mod
     rng = np.random.default_rng(seed)
     out: dict[str, object] = {}
     for p in func.params:
         if p.type_annotation is None:
             raise ValueError(f"random_inputs: parameter %{p.name_hint} has no type annotation")
-        out[p.name_hint] = random_value(p.type_annotation, rng)
+        out[p.name_hint] = draw(p.type_annotation, rng)
     return out

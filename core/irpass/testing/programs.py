@@ -82,6 +82,7 @@ from ..ir.module import IRModule
 from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from ..ir.op import Op
 from ..ir.types import FuncType, TensorType, TupleType, Type
+from .inputs import random_inputs
 
 __all__ = [
     "FEATURES",
@@ -1983,14 +1984,7 @@ def random_module(seed: int | random.Random, max_nodes: int = 24,
 def random_args(mod: IRModule | Function, seed: int = 0) -> dict[str, Any]:
     """Arguments for ``@main`` (or a function) by parameter name: floats uniform in
     [-1, 1] (the range the generator assumes), ints in [-8, 8], bools either way."""
-    func = mod["main"] if isinstance(mod, IRModule) else mod
-    rng = np.random.default_rng(seed)
-    out: dict[str, Any] = {}
-    for p in func.params:
-        if p.type_annotation is None:
-            raise ValueError(f"random_args: param %{p.name_hint} has no type annotation")
-        out[p.name_hint] = _random_value(p.type_annotation, rng)
-    return out
+    return random_inputs(mod, seed, draw=_random_value)
 
 
 def _random_value(ty: Type, rng: np.random.Generator) -> Any:
