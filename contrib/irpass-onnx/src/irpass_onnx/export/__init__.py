@@ -2,8 +2,8 @@
 
 The export lowers ``@main`` to a flat graph (every function call inlined: fused
 ``Primitive`` functions become their ops, not ONNX functions), applies node-saving peepholes
-(:mod:`.fusion`), then writes one or a few ONNX nodes per op (:mod:`.emitters`,
-:mod:`.emitters_index`, :mod:`.emitters_nn`). All shapes are static, so the result needs no
+(:mod:`.fusion`), then writes one or a few ONNX nodes per op (:mod:`.emitters` and the
+other ``emitters_*`` modules, one per family of ops). All shapes are static, so the result needs no
 shape arithmetic (``squeeze``/``expand_dims``/``reshape`` are one ``Reshape``). The model's
 IR version is the lowest that its opset allows, which onnxruntime 1.31 loads.
 The module is never changed: types are computed on the lowered graph (with the ops' type
@@ -22,7 +22,15 @@ from irpass.ir.gcpause import gc_paused
 
 from ..errors import OnnxExportError
 from ..options import EXPORT_OPSET, config_value
-from . import emitters, emitters_index, emitters_nn  # noqa: F401 - registers the emitters
+from . import (  # noqa: F401 - importing them registers the emitters
+    emitters,
+    emitters_control,
+    emitters_index,
+    emitters_nn,
+    emitters_quant,
+    emitters_transformer,
+    emitters_vision,
+)
 from .builder import EMITTERS
 from .fusion import fuse
 from .graph import lower

@@ -1,12 +1,13 @@
 """ONNX -> irpass: :func:`from_onnx`, :func:`load_onnx` and :func:`load_weights`.
 
-The converters live in :mod:`.nn`, :mod:`.tensor` and :mod:`.math`; importing this package
-registers them (see :mod:`.registry` for how to add one).
+The converters live in one module per family of ops (:mod:`.math`, :mod:`.tensor`,
+:mod:`.nn`, :mod:`.vision`, :mod:`.transformer`, :mod:`.recurrent`, :mod:`.loss`,
+:mod:`.signal`, :mod:`.quant`, :mod:`.control`); importing this package registers them (see
+:mod:`.registry` for how to add one).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -19,19 +20,21 @@ from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from ..errors import OnnxImportError
 from ..options import ImportOptions
-from . import nn  # noqa: F401  (registers the converters)
+from . import (  # noqa: F401  (importing them registers the converters)
+    control,
+    loss,
+    math,
+    nn,
+    quant,
+    recurrent,
+    signal,
+    tensor,
+    transformer,
+    vision,
+)
 from .graph import GraphImporter
 
 __all__ = ["from_onnx", "load_onnx", "load_weights", "external_data_files"]
-
-# The converter modules written separately; a missing one must not break the others.
-for _name in ("tensor", "math"):
-    try:
-        importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _err:
-        if _err.name != f"{__name__}.{_name}":
-            raise
-del _name
 
 _FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16)
 
