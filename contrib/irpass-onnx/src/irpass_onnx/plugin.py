@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from irpass.formats import FileFormat
-from irpass.plugins import hookimpl
+from irpass.plugins import OpSpec, hookimpl
 from irpass.transform import ConfigOption
 
 from .options import CONFIG_OPTIONS
@@ -36,3 +36,12 @@ def irpass_register_config_options() -> Sequence[ConfigOption]:
     """``onnx.weights``, ``onnx.materialize_constant_of_shape``, ``onnx.dim_values``,
     ``onnx.export_opset``."""
     return list(CONFIG_OPTIONS)
+
+
+@hookimpl
+def irpass_register_ops() -> Sequence[OpSpec]:
+    """``onnx.node``: an ONNX node imported with run-time shape operands (see
+    :mod:`irpass_onnx.frontend.dynamic`)."""
+    from .frontend.dynamic import op_spec
+
+    return [op_spec()]

@@ -25,6 +25,7 @@ from ..options import EXPORT_OPSET, config_value
 from . import (  # noqa: F401 - importing them registers the emitters
     emitters,
     emitters_control,
+    emitters_dynamic,
     emitters_index,
     emitters_nn,
     emitters_quant,

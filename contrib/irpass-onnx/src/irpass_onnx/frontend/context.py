@@ -11,6 +11,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 from ..dtypes import dtype_of
 from ..errors import OnnxImportError
 from ..options import ImportOptions
+from .dynamic import RuntimeOperand
 
 if TYPE_CHECKING:
     from .graph import GraphImporter
@@ -135,19 +136,19 @@ class NodeContext:
         return e.data if isinstance(e, Constant) else None
 
     def const_input(self, i: int, name: str, optional: bool = False) -> np.ndarray | None:
-        """The import-time value of input ``i`` (called ``name`` in messages); an error if it
-        is not known at import (irpass shapes are static). ``None`` if absent and
-        ``optional``."""
+        """The import-time value of input ``i`` (called ``name`` in messages); ``None`` if
+        absent and ``optional``. When it is a run-time value, the node is imported as a call
+        that converts it again at run time, with the value then known (see
+        :mod:`.dynamic`): converters read every shape-determining operand through this."""
         if not self.has_input(i):
             if optional:
                 return None
             self.fail(f"input {i} ({name}) is required but missing")
         value = self.known(i)
         if value is None:
-            self.fail(
-                f"input {i} ({name}, {self.node.input[i]!r}) must be known at import time "
-                "(a constant or computed from constants only); irpass needs it static"
-            )
+            # a run-time value: the importer imports the whole node as an `onnx.node` call,
+            # converted again when its inputs' values are known (frontend/dynamic.py)
+            raise RuntimeOperand(i, name)
         return value
 
     # -- outputs ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import onnx
 from irpass.errors import IRPassError
 from irpass.evaluator import evaluate
 from irpass.ir import (
@@ -36,6 +37,7 @@ from ..errors import OnnxImportError
 from ..options import DIM_VALUES, ImportOptions
 from . import registry
 from .context import NodeContext
+from .dynamic import RuntimeOperand, dynamic_call
 
 __all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset"]
 
@@ -74,6 +76,8 @@ class GraphImporter:
         self.types: dict[Expr, Type] = {}
         #: Value names read by some node or listed as a graph output.
         self.used_names: set[str] = set()
+        #: Types from ONNX's shape inference (see inferred_type), computed on first need.
+        self._inferred: dict[str, TensorType] | None = None
 
     # -- errors ---------------------------------------------------------------------------
     def fail(self, msg: str) -> OnnxImportError:
@@ -218,6 +222,8 @@ class GraphImporter:
         assert fn is not None  # _check_supported ran
         try:
             result = fn(ctx)
+        except RuntimeOperand as cause:  # see frontend/dynamic.py
+            result = dynamic_call(self, ctx, cause, declared)
         except OnnxImportError:
             raise
         except (IRPassError, ValueError, TypeError) as err:
@@ -281,6 +287,41 @@ class GraphImporter:
         if not fields:
             raise self.fail("the graph has no outputs")
         return fields[0] if len(fields) == 1 else Tuple(fields)
+
+    # -- nodes with run-time shape operands (frontend/dynamic.py) ------------------------------
+    def inferred_type(self, name: str) -> TensorType | None:
+        """The static type ONNX's shape inference gives value ``name``, or None. Inference runs
+        once, on the first call: only models with run-time shape operands pay for it."""
+        if self._inferred is None:
+            self._inferred = {}
+            try:
+                inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False,
+                                                             data_prop=True)
+            except Exception:  # noqa: BLE001 - no inference: the caller reports the node
+                return None
+            for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+                try:
+                    ty = self._static_type(vi.type, f"value {vi.name!r}", fix_dims=False)
+                except OnnxImportError:
+                    continue
+                if ty is not None:
+                    self._inferred[vi.name] = ty
+        return self._inferred.get(name)
+
+    @classmethod
+    def convert_node_with_values(cls, node: NodeProto, opset: int, options: ImportOptions,
+                                 values: Sequence[np.ndarray | None]) -> list[Expr]:
+        """Convert ``node`` with its inputs bound to constants (``values[i]`` for input ``i``;
+        None where the input is absent): the outputs' expressions, over constants only."""
+        graph = onnx.helper.make_graph([node], "node", [], [])
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+        importer = cls(model, options, f"ONNX node {node.name!r} ({node.op_type})")
+        for name, value in zip(node.input, values, strict=True):
+            if name and value is not None:
+                importer._bind(name, Constant(value))
+        importer.used_names.update(o for o in node.output if o)
+        importer._convert(0, node, {})
+        return [importer.env[o] for o in node.output if o]
 
     # -- values and types -----------------------------------------------------------------
     def _bind(self, name: str, expr: Expr, ty: Type | None = None) -> None:
