@@ -2,45 +2,77 @@
 
 Importing this package registers every op with :func:`irpass.ir.register_op`:
 elementwise math and comparisons (:mod:`.tensor`), shape changes
-(:mod:`.transform`), indexing (:mod:`.indexing`), ``matmul``
-(:mod:`.linalg`), reductions (:mod:`.reduce`), tensor creation
-(:mod:`.create`) and the ``nn.*`` ops (:mod:`.nn`). Each builder has TVM
-Relay's signature and returns a :class:`~irpass.ir.Call`.
+(:mod:`.transform`), indexing (:mod:`.indexing`), ``matmul``, ``einsum`` and
+``linalg.det`` (:mod:`.linalg`), reductions and ``argmax``/``argmin``
+(:mod:`.reduce`), ``cumsum``/``cumprod`` (:mod:`.cumulative`), tensor
+creation (:mod:`.create`) and the ``nn.*`` ops (:mod:`.nn`). Each builder
+has TVM Relay's signature and returns a :class:`~irpass.ir.Call`.
 
-As in Relay, ``sum``, ``max``, ``min`` and ``abs`` here shadow the Python
-builtins of the same names; use them as ``irpass.op.sum(...)``.
+As in Relay, ``sum``, ``max``, ``min``, ``abs`` and ``round`` here shadow the
+Python builtins of the same names; use them as ``irpass.op.sum(...)``.
 """
 
 from ..ir.op import Op, OpPattern, list_ops, register_op
 from . import nn
 from .create import full, ones, ones_like, shape_of, zeros, zeros_like
+from .cumulative import cumprod, cumsum
 from .indexing import strided_slice, take
-from .linalg import matmul
-from .reduce import max, mean, min, prod, sum
+from .linalg import einsum, matmul
+from .reduce import argmax, argmin, max, mean, min, prod, sum
 from .tensor import (
     abs,
+    acos,
+    acosh,
     add,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cast,
+    ceil,
     clip,
+    cos,
+    cosh,
     divide,
     equal,
     erf,
     exp,
+    floor,
+    floor_mod,
     greater,
     greater_equal,
+    isinf,
+    isnan,
+    left_shift,
     less,
     less_equal,
     log,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
     maximum,
     minimum,
     multiply,
     negative,
     not_equal,
     power,
+    right_shift,
+    round,
     sigmoid,
+    sign,
+    sin,
+    sinh,
     sqrt,
     subtract,
+    tan,
     tanh,
+    trunc,
+    trunc_mod,
     where,
 )
 from .transform import (
@@ -63,28 +95,53 @@ def get(name: str) -> Op:
 
 
 __all__ = [
-    "Op",
-    "OpPattern",
     "abs",
+    "acos",
+    "acosh",
     "add",
+    "argmax",
+    "argmin",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "broadcast_to",
     "cast",
+    "ceil",
     "clip",
     "concatenate",
+    "cos",
+    "cosh",
+    "cumprod",
+    "cumsum",
     "divide",
+    "einsum",
     "equal",
     "erf",
     "exp",
     "expand_dims",
+    "floor",
+    "floor_mod",
     "full",
     "get",
     "greater",
     "greater_equal",
+    "isinf",
+    "isnan",
     "layout_transform",
+    "left_shift",
     "less",
     "less_equal",
     "list_ops",
     "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
     "matmul",
     "max",
     "maximum",
@@ -97,13 +154,20 @@ __all__ = [
     "not_equal",
     "ones",
     "ones_like",
+    "Op",
+    "OpPattern",
     "power",
     "prod",
     "register_op",
     "reshape",
     "reverse_reshape",
+    "right_shift",
+    "round",
     "shape_of",
     "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
     "split",
     "sqrt",
     "squeeze",
@@ -111,9 +175,12 @@ __all__ = [
     "subtract",
     "sum",
     "take",
+    "tan",
     "tanh",
     "tile",
     "transpose",
+    "trunc",
+    "trunc_mod",
     "where",
     "zeros",
     "zeros_like",
