@@ -3,6 +3,8 @@ zeros_like, ones_like, shape_of)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -125,7 +127,12 @@ def test_max_min_on_bool() -> None:
             ValueError,
             r"mean: axis \(0, -3\) names an axis twice",
         ),
-        (op.max(X, axis=1), t(2, 0), ValueError, "max: cannot reduce over axis 1 of size 0"),
+        (
+            op.mean(X, axis=1),
+            t(2, 0, dtype="int32"),
+            ValueError,
+            "mean: cannot reduce over axis 1 of size 0",
+        ),
         (op.sum(X), t(2, dtype="bool"), TypeError, "sum: data must have a numeric"),
     ],
 )
@@ -145,6 +152,32 @@ def test_empty_sum_and_prod_are_identities() -> None:
     x = np.zeros((2, 0), dtype="float32")
     assert run(op.sum(X, axis=1), x).tolist() == [0.0, 0.0]
     assert run(op.prod(X, axis=1), x).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "dtype,lowest,highest",
+    [
+        ("float32", -math.inf, math.inf),
+        ("float16", -math.inf, math.inf),
+        ("int8", -128, 127),
+        ("uint16", 0, 65535),
+        ("int64", -(2**63), 2**63 - 1),
+        ("bool", False, True),
+    ],
+)
+def test_empty_max_and_min_are_their_identities(dtype, lowest, highest) -> None:
+    # Relay's initial values (ONNX ReduceMax/ReduceMin over an empty set): max of nothing
+    # is the lowest value, min the highest
+    x = np.zeros((2, 0, 3), dtype=dtype)
+    out = run(op.max(X, axis=1, keepdims=True), x)
+    assert out.shape == (2, 1, 3) and out.dtype == np.dtype(dtype)
+    assert out.tolist() == [[[lowest] * 3]] * 2
+    assert run(op.min(X, axis=(0, 1)), x).tolist() == [highest] * 3
+
+
+def test_empty_float_mean_is_nan() -> None:
+    out = run(op.mean(X, axis=1), np.zeros((3, 0), dtype="float16"))
+    assert out.dtype == np.float16 and np.isnan(out).all() and out.shape == (3,)
 
 
 # -- creation ----------------------------------------------------------------------------------

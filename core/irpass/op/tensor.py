@@ -1,5 +1,8 @@
-"""Elementwise and broadcasting ops: unary math (including ``erf``), binary
-arithmetic, comparisons, ``where``, ``clip`` and ``cast``.
+"""Elementwise and broadcasting ops: unary math (including ``erf``, the
+trigonometric and hyperbolic functions and their inverses), rounding
+(``floor``, ``ceil``, ``trunc``, ``round``), ``sign``, ``isnan``/``isinf``,
+binary arithmetic (with ``floor_mod``/``trunc_mod``), comparisons, logical
+and bitwise ops, shifts, ``where``, ``clip`` and ``cast``.
 
 Binary ops need both operands to have the same dtype (there is no implicit
 promotion, as in Relay) and broadcast their shapes with numpy's rules.
@@ -8,6 +11,13 @@ floors); an integer division by zero gives 0, numpy's convention.
 ``clip`` clips an integer tensor in its own dtype (exact for int64 and
 uint64) to its bounds rounded inward. The builders ``abs`` etc. shadow
 Python builtins inside this module only.
+
+The remainders follow numpy: ``floor_mod`` is ``numpy.remainder`` (the sign of
+the divisor, Python's ``%``), ``trunc_mod`` is ``numpy.fmod`` (the sign of the
+dividend, C's ``%``); an integer remainder by zero is 0, a float one NaN.
+``round`` rounds halves to even. The rounding ops leave integers as they are.
+Shifts by a negative amount or by at least the bit width give 0 (-1 for a
+right shift of a negative number), as numpy and ONNX BitShift define them.
 """
 
 from __future__ import annotations
@@ -63,6 +73,36 @@ __all__ = [
     "where",
     "clip",
     "cast",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "sign",
+    "isnan",
+    "isinf",
+    "floor_mod",
+    "trunc_mod",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_not",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
 ]
 
 # -- unary elementwise -------------------------------------------------------------------------
@@ -181,6 +221,188 @@ def erf(data: Any) -> Call:
 def negative(data: Any) -> Call:
     """Elementwise ``-data``."""
     return make_call("negative", [data], ["data"])
+
+
+# -- trigonometric, rounding, sign and classification ------------------------------------------
+
+_TRIG = {
+    "sin": (np.sin, "sine"),
+    "cos": (np.cos, "cosine"),
+    "tan": (np.tan, "tangent"),
+    "asin": (np.arcsin, "arcsine"),
+    "acos": (np.arccos, "arccosine"),
+    "atan": (np.arctan, "arctangent"),
+    "sinh": (np.sinh, "hyperbolic sine"),
+    "cosh": (np.cosh, "hyperbolic cosine"),
+    "asinh": (np.arcsinh, "inverse hyperbolic sine"),
+    "acosh": (np.arccosh, "inverse hyperbolic cosine"),
+    "atanh": (np.arctanh, "inverse hyperbolic tangent"),
+}
+for _name, (_fn, _words) in _TRIG.items():
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_unary_rel(_name, FLOAT_DTYPES),
+        kernel=_float_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=f"Elementwise {_words} (float dtypes only; NaN outside the domain).",
+    )
+
+
+def _rounding_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], np.ndarray]:
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        x = args[0]
+        # integers are already whole (numpy's floor of an int array would be float64)
+        return x.copy() if x.dtype.kind in "iu" else result(fn(x), x.dtype)
+
+    return kernel
+
+
+_ROUNDING = {
+    "floor": (np.floor, "the largest integer <= x"),
+    "ceil": (np.ceil, "the smallest integer >= x"),
+    "trunc": (np.trunc, "x rounded toward zero"),
+    "round": (np.rint, "x rounded to the nearest integer, halves to even"),
+}
+for _name, (_fn, _words) in _ROUNDING.items():
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_unary_rel(_name, NUMERIC_DTYPES),
+        kernel=_rounding_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=f"Elementwise {_words} (integers are returned unchanged).",
+    )
+register(
+    "sign",
+    num_inputs=1,
+    type_rel=_unary_rel("sign", NUMERIC_DTYPES),
+    kernel=_same_dtype_kernel(np.sign),
+    pattern=OpPattern.ELEMWISE,
+    doc="Elementwise sign: -1, 0 or 1 in the input's dtype (NaN stays NaN).",
+)
+
+
+def _classify_rel(name: str) -> Callable[[tuple[Type, ...], Attrs], Type]:
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types[0], name, "data")
+        check_dtype(data, FLOAT_DTYPES, name, "data")
+        return TensorType(data.shape, "bool")
+
+    return rel
+
+
+def _classify_kernel(fn: Callable[[np.ndarray], Any]) -> Callable[[tuple, Attrs], np.ndarray]:
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        return result(fn(args[0]), "bool")
+
+    return kernel
+
+
+for _name, _fn, _doc in (
+    ("isnan", np.isnan, "Elementwise test for NaN (bool result; float dtypes only)."),
+    ("isinf", np.isinf, "Elementwise test for +inf or -inf (bool result; float dtypes only)."),
+):
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_classify_rel(_name),
+        kernel=_classify_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=_doc,
+    )
+
+
+def sin(data: Any) -> Call:
+    """Elementwise sine of ``data`` (a float tensor, radians)."""
+    return make_call("sin", [data], ["data"])
+
+
+def cos(data: Any) -> Call:
+    """Elementwise cosine of ``data`` (a float tensor, radians)."""
+    return make_call("cos", [data], ["data"])
+
+
+def tan(data: Any) -> Call:
+    """Elementwise tangent of ``data`` (a float tensor, radians)."""
+    return make_call("tan", [data], ["data"])
+
+
+def asin(data: Any) -> Call:
+    """Elementwise arcsine of ``data`` (a float tensor; NaN outside [-1, 1])."""
+    return make_call("asin", [data], ["data"])
+
+
+def acos(data: Any) -> Call:
+    """Elementwise arccosine of ``data`` (a float tensor; NaN outside [-1, 1])."""
+    return make_call("acos", [data], ["data"])
+
+
+def atan(data: Any) -> Call:
+    """Elementwise arctangent of ``data`` (a float tensor)."""
+    return make_call("atan", [data], ["data"])
+
+
+def sinh(data: Any) -> Call:
+    """Elementwise hyperbolic sine of ``data`` (a float tensor)."""
+    return make_call("sinh", [data], ["data"])
+
+
+def cosh(data: Any) -> Call:
+    """Elementwise hyperbolic cosine of ``data`` (a float tensor)."""
+    return make_call("cosh", [data], ["data"])
+
+
+def asinh(data: Any) -> Call:
+    """Elementwise inverse hyperbolic sine of ``data`` (a float tensor)."""
+    return make_call("asinh", [data], ["data"])
+
+
+def acosh(data: Any) -> Call:
+    """Elementwise inverse hyperbolic cosine of ``data`` (a float tensor; NaN below 1)."""
+    return make_call("acosh", [data], ["data"])
+
+
+def atanh(data: Any) -> Call:
+    """Elementwise inverse hyperbolic tangent of ``data`` (a float tensor; NaN outside
+    [-1, 1], +-inf at +-1)."""
+    return make_call("atanh", [data], ["data"])
+
+
+def floor(data: Any) -> Call:
+    """The largest integer <= each element of ``data`` (integers unchanged)."""
+    return make_call("floor", [data], ["data"])
+
+
+def ceil(data: Any) -> Call:
+    """The smallest integer >= each element of ``data`` (integers unchanged)."""
+    return make_call("ceil", [data], ["data"])
+
+
+def trunc(data: Any) -> Call:
+    """Each element of ``data`` rounded toward zero (integers unchanged)."""
+    return make_call("trunc", [data], ["data"])
+
+
+def round(data: Any) -> Call:  # noqa: A001 - Relay's name
+    """Each element of ``data`` rounded to the nearest integer, halves to even
+    (integers unchanged)."""
+    return make_call("round", [data], ["data"])
+
+
+def sign(data: Any) -> Call:
+    """The sign of each element of ``data``: -1, 0 or 1 in its dtype."""
+    return make_call("sign", [data], ["data"])
+
+
+def isnan(data: Any) -> Call:
+    """Whether each element of ``data`` (a float tensor) is NaN, as a bool tensor."""
+    return make_call("isnan", [data], ["data"])
+
+
+def isinf(data: Any) -> Call:
+    """Whether each element of ``data`` (a float tensor) is +inf or -inf, as a bool tensor."""
+    return make_call("isinf", [data], ["data"])
 
 
 # -- binary broadcasting -----------------------------------------------------------------------
@@ -334,6 +556,126 @@ def greater(lhs: Any, rhs: Any) -> Call:
 def greater_equal(lhs: Any, rhs: Any) -> Call:
     """``lhs >= rhs`` elementwise, as a bool tensor."""
     return make_call("greater_equal", [lhs, rhs], ["lhs", "rhs"])
+
+
+# -- remainders, logic, bits ------------------------------------------------------------------
+
+_BOOL = frozenset({"bool"})
+
+_BITWISE = {
+    "floor_mod": (
+        np.remainder,
+        NUMERIC_DTYPES,
+        "Elementwise remainder of ``lhs / rhs`` rounded toward -inf (the sign of ``rhs``, "
+        "numpy.remainder); x mod 0 is 0 for integers, NaN for floats.",
+    ),
+    "trunc_mod": (
+        np.fmod,
+        NUMERIC_DTYPES,
+        "Elementwise remainder of ``lhs / rhs`` rounded toward zero (the sign of ``lhs``, "
+        "numpy.fmod); x mod 0 is 0 for integers, NaN for floats.",
+    ),
+    "logical_and": (np.logical_and, _BOOL, "Elementwise ``lhs and rhs`` of bool tensors."),
+    "logical_or": (np.logical_or, _BOOL, "Elementwise ``lhs or rhs`` of bool tensors."),
+    "logical_xor": (np.logical_xor, _BOOL, "Elementwise ``lhs xor rhs`` of bool tensors."),
+    "bitwise_and": (np.bitwise_and, INT_DTYPES, "Elementwise bitwise AND of integer tensors."),
+    "bitwise_or": (np.bitwise_or, INT_DTYPES, "Elementwise bitwise OR of integer tensors."),
+    "bitwise_xor": (np.bitwise_xor, INT_DTYPES, "Elementwise bitwise XOR of integer tensors."),
+    "left_shift": (
+        np.left_shift,
+        INT_DTYPES,
+        "Elementwise ``lhs << rhs`` of integer tensors (bits past the width are dropped; a "
+        "shift < 0 or >= the width gives 0).",
+    ),
+    "right_shift": (
+        np.right_shift,
+        INT_DTYPES,
+        "Elementwise ``lhs >> rhs`` of integer tensors, arithmetic for signed ones (a shift "
+        "< 0 or >= the width gives 0, or -1 for a negative ``lhs``).",
+    ),
+}
+for _name, (_fn, _allowed, _doc) in _BITWISE.items():
+    register(
+        _name,
+        num_inputs=2,
+        type_rel=_binary_rel(_name, _allowed),
+        kernel=_binary_kernel(_fn),
+        pattern=OpPattern.BROADCAST,
+        doc=_doc,
+    )
+for _name, _fn, _allowed, _doc in (
+    ("logical_not", np.logical_not, _BOOL, "Elementwise ``not data`` of a bool tensor."),
+    ("bitwise_not", np.invert, INT_DTYPES, "Elementwise bitwise NOT of an integer tensor."),
+):
+    register(
+        _name,
+        num_inputs=1,
+        type_rel=_unary_rel(_name, _allowed),
+        kernel=_same_dtype_kernel(_fn),
+        pattern=OpPattern.ELEMWISE,
+        doc=_doc,
+    )
+
+
+def floor_mod(lhs: Any, rhs: Any) -> Call:
+    """The remainder of ``lhs / rhs`` with the sign of ``rhs`` (Python's ``%``)."""
+    return make_call("floor_mod", [lhs, rhs], ["lhs", "rhs"])
+
+
+def trunc_mod(lhs: Any, rhs: Any) -> Call:
+    """The remainder of ``lhs / rhs`` with the sign of ``lhs`` (C's ``%``, ``fmod``)."""
+    return make_call("trunc_mod", [lhs, rhs], ["lhs", "rhs"])
+
+
+def logical_not(data: Any) -> Call:
+    """``not data`` elementwise (a bool tensor)."""
+    return make_call("logical_not", [data], ["data"])
+
+
+def logical_and(lhs: Any, rhs: Any) -> Call:
+    """``lhs and rhs`` elementwise (bool tensors, broadcast)."""
+    return make_call("logical_and", [lhs, rhs], ["lhs", "rhs"])
+
+
+def logical_or(lhs: Any, rhs: Any) -> Call:
+    """``lhs or rhs`` elementwise (bool tensors, broadcast)."""
+    return make_call("logical_or", [lhs, rhs], ["lhs", "rhs"])
+
+
+def logical_xor(lhs: Any, rhs: Any) -> Call:
+    """``lhs != rhs`` elementwise (bool tensors, broadcast)."""
+    return make_call("logical_xor", [lhs, rhs], ["lhs", "rhs"])
+
+
+def bitwise_not(data: Any) -> Call:
+    """``~data`` elementwise (an integer tensor)."""
+    return make_call("bitwise_not", [data], ["data"])
+
+
+def bitwise_and(lhs: Any, rhs: Any) -> Call:
+    """``lhs & rhs`` elementwise (integer tensors, broadcast)."""
+    return make_call("bitwise_and", [lhs, rhs], ["lhs", "rhs"])
+
+
+def bitwise_or(lhs: Any, rhs: Any) -> Call:
+    """``lhs | rhs`` elementwise (integer tensors, broadcast)."""
+    return make_call("bitwise_or", [lhs, rhs], ["lhs", "rhs"])
+
+
+def bitwise_xor(lhs: Any, rhs: Any) -> Call:
+    """``lhs ^ rhs`` elementwise (integer tensors, broadcast)."""
+    return make_call("bitwise_xor", [lhs, rhs], ["lhs", "rhs"])
+
+
+def left_shift(lhs: Any, rhs: Any) -> Call:
+    """``lhs << rhs`` elementwise (integer tensors; shifts outside [0, width) give 0)."""
+    return make_call("left_shift", [lhs, rhs], ["lhs", "rhs"])
+
+
+def right_shift(lhs: Any, rhs: Any) -> Call:
+    """``lhs >> rhs`` elementwise, arithmetic for signed integers (shifts outside
+    [0, width) give 0, or -1 for a negative ``lhs``)."""
+    return make_call("right_shift", [lhs, rhs], ["lhs", "rhs"])
 
 
 # -- where, clip, cast -------------------------------------------------------------------------
