@@ -1,5 +1,6 @@
-"""Normalization: ``nn.batch_norm`` (inference mode), ``nn.layer_norm`` and
-``nn.lrn`` (local response normalization across channels).
+"""Normalization: ``nn.batch_norm`` (inference mode), ``nn.layer_norm``,
+``nn.group_norm``, ``nn.instance_norm`` and ``nn.lrn`` (local response
+normalization across channels).
 
 ``nn.batch_norm`` returns a 3-field tuple (output, moving_mean, moving_var)
 as Relay's does; the kernel normalizes with the moving statistics (there is
@@ -15,7 +16,7 @@ import numpy as np
 
 from ...ir.attrs import Attrs
 from ...ir.nodes import Call
-from ...ir.op import AttrField, OpPattern, attr_bool, attr_float, attr_int
+from ...ir.op import REQUIRED, AttrField, OpPattern, attr_bool, attr_float, attr_int
 from ...ir.types import TensorType, TupleType, Type
 from .._common import (
     FLOAT_DTYPES,
@@ -29,7 +30,7 @@ from .._common import (
     tensor_arg,
 )
 
-__all__ = ["batch_norm", "layer_norm", "lrn"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "lrn"]
 
 
 def _attr_epsilon(value: Any, where: str) -> float:
@@ -184,6 +185,148 @@ def layer_norm(
     """Normalize ``data`` over ``axis`` to zero mean and unit variance, then scale and shift."""
     return make_call(
         "nn.layer_norm",
+        [data, gamma, beta],
+        ["data", "gamma", "beta"],
+        axis=axis,
+        epsilon=epsilon,
+        center=center,
+        scale=scale,
+    )
+
+
+# -- group_norm and instance_norm -------------------------------------------------------------
+#
+# As in TVM: the statistics of both are taken per batch item and per channel group, over the
+# group's channels and every axis other than the batch (0) and channel (``axis``) ones;
+# instance_norm is group_norm with one channel per group.
+
+
+def _grouped_rel(op: str, arg_types: tuple[Type, ...], attrs: Attrs, groups: int | None) -> Type:
+    data = tensor_arg(arg_types[0], op, "data")
+    min_rank = 2 if groups is not None else 3
+    if data.ndim < min_rank:
+        raise ValueError(f"{op}: data must have at least {min_rank} dimensions (batch, channel"
+                         f"{'' if groups is not None else ', spatial...'}), got {data}")
+    axis, channels = _check_params(op, data, attrs["axis"],
+                                   [("gamma", arg_types[1]), ("beta", arg_types[2])])
+    if axis == 0:
+        raise ValueError(f"{op}: axis must name the channel axis, not the batch axis 0")
+    if groups is not None and channels % groups:
+        raise ValueError(f"{op}: num_groups {groups} does not divide the {channels} channels of "
+                         f"axis {axis} of data {data.shape}")
+    return data
+
+
+def _grouped_kernel(op: str, args: tuple, attrs: Attrs, groups: int) -> np.ndarray:
+    data, gamma, beta = args
+    wide = accumulate_dtype(data.dtype.name)
+    axis = normalize_axis(attrs["axis"], data.ndim, op)
+    channels = data.shape[axis]
+    # (..., C, ...) -> (..., G, C/G, ...): statistics over all but the batch and group axes
+    split = data.shape[:axis] + (groups, channels // groups) + data.shape[axis + 1:]
+    x = data.astype(wide, copy=False).reshape(split)
+    reduce = tuple(d for d in range(1, len(split)) if d != axis)
+    mean = np.mean(x, axis=reduce, keepdims=True)
+    var = np.mean(np.square(x - mean), axis=reduce, keepdims=True)
+    out = ((x - mean) / np.sqrt(var + attrs["epsilon"])).reshape(data.shape)
+    if attrs["scale"]:
+        out = out * _along(gamma.astype(wide, copy=False), data.ndim, axis)
+    if attrs["center"]:
+        out = out + _along(beta.astype(wide, copy=False), data.ndim, axis)
+    return result(out, data.dtype)
+
+
+def _group_norm_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    return _grouped_rel("nn.group_norm", arg_types, attrs, attrs["num_groups"])
+
+
+def _group_norm_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return _grouped_kernel("nn.group_norm", args, attrs, attrs["num_groups"])
+
+
+register(
+    "nn.group_norm",
+    num_inputs=3,
+    type_rel=_group_norm_rel,
+    kernel=_group_norm_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(
+        AttrField("num_groups", attr_positive_int, REQUIRED,
+                  doc="Channel groups; divides the channels."),
+        AttrField("axis", attr_int, 1, doc="The channel axis."),
+        AttrField("epsilon", _attr_epsilon, 1e-5, doc="Added to the variance."),
+        AttrField("center", attr_bool, True, doc="Add beta."),
+        AttrField("scale", attr_bool, True, doc="Multiply by gamma."),
+    ),
+    doc="Group normalization: statistics per batch item and channel group (over the group's "
+    "channels and all non-batch, non-channel axes), then per-channel gamma and beta.",
+)
+
+
+def group_norm(
+    data: Any,
+    gamma: Any,
+    beta: Any,
+    num_groups: int,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Normalize each group of ``num_groups`` channel groups of ``data`` (channels on
+    ``axis``) to zero mean and unit variance, then scale and shift per channel."""
+    return make_call(
+        "nn.group_norm",
+        [data, gamma, beta],
+        ["data", "gamma", "beta"],
+        num_groups=num_groups,
+        axis=axis,
+        epsilon=epsilon,
+        center=center,
+        scale=scale,
+    )
+
+
+def _instance_norm_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    return _grouped_rel("nn.instance_norm", arg_types, attrs, None)
+
+
+def _instance_norm_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data = args[0]
+    axis = normalize_axis(attrs["axis"], data.ndim, "nn.instance_norm")
+    return _grouped_kernel("nn.instance_norm", args, attrs, data.shape[axis])
+
+
+register(
+    "nn.instance_norm",
+    num_inputs=3,
+    type_rel=_instance_norm_rel,
+    kernel=_instance_norm_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(
+        AttrField("axis", attr_int, 1, doc="The channel axis."),
+        AttrField("epsilon", _attr_epsilon, 1e-5, doc="Added to the variance."),
+        AttrField("center", attr_bool, True, doc="Add beta."),
+        AttrField("scale", attr_bool, True, doc="Multiply by gamma."),
+    ),
+    doc="Instance normalization: statistics per batch item and channel over all other axes, "
+    "then per-channel gamma and beta.",
+)
+
+
+def instance_norm(
+    data: Any,
+    gamma: Any,
+    beta: Any,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
+    """Normalize each channel (on ``axis``) of each batch item of ``data`` over the remaining
+    axes to zero mean and unit variance, then scale and shift per channel."""
+    return make_call(
+        "nn.instance_norm",
         [data, gamma, beta],
         ["data", "gamma", "beta"],
         axis=axis,

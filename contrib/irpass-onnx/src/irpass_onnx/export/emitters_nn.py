@@ -242,6 +242,38 @@ def _layer_norm(ctx: EmitContext) -> str:
     return y
 
 
+@emitter("nn.instance_norm", "nn.group_norm")
+def _grouped_norm(ctx: EmitContext) -> str:
+    # ONNX's InstanceNormalization normalizes each (batch, channel) slice: group norm is that
+    # op on the data reshaped to (batch, groups, rest) with unit scale and zero bias, the
+    # per-channel scale and bias applied after (valid at every export opset)
+    a = ctx.attrs
+    shape = ctx.type_of(0).shape
+    ndim = len(shape)
+    axis = a["axis"] % ndim
+    channels = shape[axis]
+    dtype = ctx.type_of(0).dtype
+    groups = a["num_groups"] if ctx.node.op == "nn.group_norm" else channels
+    x, undo = _channel_first(ctx, ctx.input(0), ndim, axis)
+    moved = [shape[d] for d in [0, axis] + [d for d in range(1, ndim) if d != axis]]
+    if groups == channels and ndim >= 3:
+        scale = ctx.input(1) if a["scale"] else ctx.constant(np.ones(channels, dtype))
+        shift = ctx.input(2) if a["center"] else ctx.constant(np.zeros(channels, dtype))
+        y = ctx.emit("InstanceNormalization", [x, scale, shift], epsilon=a["epsilon"])
+        return ctx.transpose(y, undo)
+    rest = int(np.prod(moved[2:], dtype=np.int64)) * (channels // groups)
+    y = ctx.emit("InstanceNormalization",
+                 [ctx.reshape(x, (moved[0], groups, rest)),
+                  ctx.constant(np.ones(groups, dtype)), ctx.constant(np.zeros(groups, dtype))],
+                 epsilon=a["epsilon"])
+    y = ctx.reshape(y, moved)
+    if a["scale"]:
+        y = ctx.emit("Mul", [y, _along(ctx, 1, ndim, 1)])
+    if a["center"]:
+        y = ctx.emit("Add", [y, _along(ctx, 2, ndim, 1)])
+    return ctx.transpose(y, undo)
+
+
 @emitter("nn.softmax", "nn.log_softmax")
 def _softmax(ctx: EmitContext) -> str:
     op = "Softmax" if ctx.node.op == "nn.softmax" else "LogSoftmax"

@@ -248,62 +248,116 @@ def _matmul(ctx: NodeContext) -> Expr:
 
 # -- normalization -----------------------------------------------------------------------------
 
+#: ONNX ``stash_type`` values (a TensorProto element type) and the irpass dtypes they name.
+_STASH_DTYPES = {1: "float32", 10: "float16", 11: "float64"}
+_FLOAT_WIDTH = {"float16": 16, "float32": 32, "float64": 64}
+
+
+def stash_dtype(ctx: NodeContext, dtype: str) -> tuple[str, str]:
+    """``(stash, compute)`` dtypes of a normalization with a ``stash_type`` attribute on
+    ``dtype`` data: the statistics' dtype (ONNX's ``U``) and the dtype stage one computes in,
+    the wider of the stash and the data's dtype (a narrower one would only lose precision)."""
+    code = int(ctx.attr("stash_type", 1))
+    stash = _STASH_DTYPES.get(code)
+    if stash is None:
+        ctx.fail(f"stash_type {code} is not supported (supported: "
+                 f"{', '.join(f'{k} ({v})' for k, v in _STASH_DTYPES.items())})")
+    wide = stash if _FLOAT_WIDTH[stash] > _FLOAT_WIDTH.get(dtype, 0) else dtype
+    return stash, wide
+
+
+def _cast_to(x: Expr, have: str, want: str) -> Expr:
+    return x if have == want else call("cast", x, dtype=want)
+
+
+def _per_channel(ctx: NodeContext, i: int, dtype: str) -> Expr:
+    """1-D input ``i`` (a per-channel parameter) in ``dtype`` (ONNX lets it differ)."""
+    return _cast_to(ctx.input(i), ctx.type_of(i).dtype, dtype)
+
 
 @converter("BatchNormalization", since=1)
-def _batch_norm(ctx: NodeContext) -> Expr:
-    _float_type(ctx, 0)
-    if ctx.attr("training_mode", 0):
-        ctx.fail("training_mode=1 is not supported (irpass imports inference graphs)")
+def _batch_norm(ctx: NodeContext) -> Expr | list[Expr]:
+    xt = _float_type(ctx, 0)
     if ctx.opset < 9 and ctx.attr("spatial", 1) == 0:
         ctx.fail("spatial=0 is not supported")
-    bn = call("nn.batch_norm", *(ctx.input(i) for i in range(5)), axis=1,
-              epsilon=float(ctx.attr("epsilon", 1e-5)))
-    return TupleGetItem(bn, 0)
+    if len(xt.shape) < 2:
+        ctx.fail(f"input {xt} must have rank >= 2 (N, C, ...)")
+    x = ctx.input(0)
+    scale, bias, mean, var = (_per_channel(ctx, i, xt.dtype) for i in range(1, 5))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    training = ctx.opset >= 14 and bool(ctx.attr("training_mode", 0))
+    if not training:
+        return TupleGetItem(call("nn.batch_norm", x, scale, bias, mean, var, axis=1,
+                                 epsilon=eps), 0)
+    # training_mode=1 (deterministic): normalize with the batch's statistics (over every
+    # axis but the channel's, the variance biased) and return the updated running ones
+    axes = [0] + list(range(2, len(xt.shape)))
+    batch_mean = call("mean", x, axis=axes)
+    centered = call("subtract", x, call("expand_dims", batch_mean, axis=1,
+                                         num_newaxis=len(xt.shape) - 2))
+    batch_var = call("mean", call("multiply", centered, centered), axis=axes)
+    y = TupleGetItem(call("nn.batch_norm", x, scale, bias, batch_mean, batch_var, axis=1,
+                          epsilon=eps), 0)
+    momentum = float(ctx.attr("momentum", 0.9))
+    keep, take = scalar(momentum, xt.dtype), scalar(1.0 - momentum, xt.dtype)
+
+    def running(old: Expr, new: Expr, i: int) -> Expr:
+        out = call("add", call("multiply", old, keep), call("multiply", new, take))
+        return _cast_to(out, xt.dtype, ctx.type_of(i).dtype)
+
+    return [y, running(mean, batch_mean, 3), running(var, batch_var, 4)]
 
 
 @converter("InstanceNormalization", since=1)
 def _instance_norm(ctx: NodeContext) -> Expr:
     xt = _float_type(ctx, 0)
-    rank = len(xt.shape)
-    if rank < 3:
+    if len(xt.shape) < 3:
         ctx.fail(f"input {xt} must have rank >= 3 (N, C, spatial...)")
-    x = ctx.input(0)
-    axes = list(range(2, rank))
-    eps = scalar(float(ctx.attr("epsilon", 1e-5)), xt.dtype)
-    mean = call("mean", x, axis=axes, keepdims=True)
-    centered = call("subtract", x, mean)
-    var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
-    normed = call("divide", centered, call("sqrt", call("add", var, eps)))
-    scale = call("expand_dims", ctx.input(1), axis=1, num_newaxis=rank - 2)
-    bias = call("expand_dims", ctx.input(2), axis=1, num_newaxis=rank - 2)
-    return call("add", call("multiply", normed, scale), bias)
+    return call("nn.instance_norm", ctx.input(0), _per_channel(ctx, 1, xt.dtype),
+                _per_channel(ctx, 2, xt.dtype), axis=1,
+                epsilon=float(ctx.attr("epsilon", 1e-5)))
+
+
+def _norm_axis(ctx: NodeContext, rank: int) -> int:
+    axis = int(ctx.attr("axis", -1))
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for a {rank}-D input")
+    return axis % rank
 
 
 @converter("LayerNormalization", since=17)
-def _layer_norm(ctx: NodeContext) -> Expr:
+def _layer_norm(ctx: NodeContext) -> Expr | list[Expr]:
     xt = _float_type(ctx, 0)
     rank = len(xt.shape)
-    axis = ctx.attr("axis", -1)
-    if not -rank <= axis < rank:
-        ctx.fail(f"axis {axis} is out of range for input {xt}")
-    axis %= rank
+    axis = _norm_axis(ctx, rank)
     eps = float(ctx.attr("epsilon", 1e-5))
+    stash, wide = stash_dtype(ctx, xt.dtype)
     x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2, optional=True)
     st = ctx.type_of(1)
     bt = ctx.type_of(2) if bias is not None else None
     last = xt.shape[-1]
+    stats_used = ctx.output_used(1) or ctx.output_used(2)
     if (axis == rank - 1 and st.shape == (last,) and (bt is None or bt.shape == (last,))
-            and st.dtype == xt.dtype):
+            and st.dtype == xt.dtype and (bt is None or bt.dtype == xt.dtype)
+            and not stats_used):
+        # the core op computes float16 in float32, as the default stash_type asks
         beta = bias if bias is not None else Constant(np.zeros((last,), dtype=xt.dtype))
         return call("nn.layer_norm", x, scale, beta, axis=-1, epsilon=eps,
                     center=bias is not None)
     axes = list(range(axis, rank))
-    mean = call("mean", x, axis=axes, keepdims=True)
-    centered = call("subtract", x, mean)
+    xw = _cast_to(x, xt.dtype, wide)
+    mean = call("mean", xw, axis=axes, keepdims=True)
+    centered = call("subtract", xw, mean)
     var = call("mean", call("multiply", centered, centered), axis=axes, keepdims=True)
-    normed = call("divide", centered, call("sqrt", call("add", var, scalar(eps, xt.dtype))))
-    y = call("multiply", normed, scale)
-    return call("add", y, bias) if bias is not None else y
+    std = call("sqrt", call("add", var, scalar(eps, wide)))
+    normed = _cast_to(call("divide", centered, std), wide, xt.dtype)
+    y = call("multiply", normed, _cast_to(scale, st.dtype, xt.dtype))
+    if bias is not None:
+        y = call("add", y, _cast_to(bias, bt.dtype, xt.dtype))
+    if not stats_used:
+        return y
+    inv_std = call("divide", scalar(1.0, wide), std)
+    return [y, _cast_to(mean, wide, stash), _cast_to(inv_std, wide, stash)]
 
 
 # -- dropout -----------------------------------------------------------------------------------
