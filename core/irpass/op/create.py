@@ -6,21 +6,44 @@
 its ``dtype`` defaults to the fill value's. ``shape_of`` gives the shape in
 any dtype the IR knows, as TVM's does (``shape_of(x, "float32")`` is a float
 tensor); :func:`shape_value` computes it, for the kernel and for FoldConstant.
+
+``arange`` takes its ``start``/``stop``/``step`` as attributes (Relay takes expressions;
+irpass shapes are static, and they decide the shape). ``one_hot`` follows Relay: an index
+outside ``[0, depth)`` (a negative one too) selects no position, so its row is all
+``off_value``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..ir.attrs import Attrs
 from ..ir.nodes import Call
-from ..ir.op import AttrField, Op, OpPattern, attr_dtype, attr_ints, attr_optional_dtype
+from ..ir.op import (
+    AttrField,
+    Op,
+    OpPattern,
+    attr_dtype,
+    attr_int,
+    attr_ints,
+    attr_optional_dtype,
+)
 from ..ir.types import NUMPY_DTYPES, TensorType, Type
-from ._common import make_call, register, tensor_arg
+from ._common import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    NUMERIC_DTYPES,
+    check_dtype,
+    make_call,
+    register,
+    tensor_arg,
+)
 
-__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of"]
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of", "arange", "one_hot",
+           "arange_length"]
 
 
 def _attr_shape(value: Any, where: str) -> tuple[int, ...]:
@@ -174,3 +197,152 @@ def shape_of(data: Any, dtype: Any = "int32") -> Call:
     """The shape of ``data`` as a 1-D tensor of ``dtype`` (any dtype, as in TVM: each dim
     converted as a cast converts it, see :func:`shape_value`)."""
     return make_call("shape_of", [data], ["data"], dtype=dtype)
+
+
+
+# -- arange ------------------------------------------------------------------------------------
+
+
+def _attr_number(value: Any, where: str) -> int | float:
+    """An int (kept exact: int64 ranges beyond 2**53) or a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"{where} must be a number, got {value!r}")
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
+def _attr_optional_number(value: Any, where: str) -> int | float | None:
+    return None if value is None else _attr_number(value, where)
+
+
+def _arange_bounds(attrs: Attrs) -> tuple[int | float, int | float, int | float]:
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if stop is None:  # arange(n): 0 .. n
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be 0")
+    if attrs["dtype"] in INT_DTYPES:
+        for name, v in (("start", start), ("stop", stop), ("step", step)):
+            if v != int(v):
+                raise ValueError(f"arange: {name} {v} is not an integer (dtype {attrs['dtype']})")
+        return int(start), int(stop), int(step)
+    return start, stop, step
+
+
+def arange_length(start: int | float, stop: int | float, step: int | float) -> int:
+    """How many elements ``arange`` gives: ``max(ceil((stop - start) / step), 0)``, exact for
+    ints, in float64 otherwise."""
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        return max(-((start - stop) // step), 0)
+    n = math.ceil((float(stop) - float(start)) / float(step))
+    return max(n, 0)
+
+
+def _arange_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    dtype = attrs["dtype"]
+    if dtype not in NUMERIC_DTYPES:
+        raise TypeError(f"arange: dtype must be a numeric (non-bool) dtype, got {dtype!r}")
+    return TensorType((arange_length(*_arange_bounds(attrs)),), dtype)
+
+
+def _arange_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    start, stop, step = _arange_bounds(attrs)
+    n = arange_length(start, stop, step)
+    dtype = attrs["dtype"]
+    if dtype in FLOAT_DTYPES:
+        # element i is start + i * step, rounded once into the dtype
+        return (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dtype)
+    with np.errstate(over="ignore"):
+        values = np.int64(start) + np.arange(n, dtype=np.int64) * np.int64(step)
+    return values.astype(dtype)
+
+
+register(
+    "arange",
+    num_inputs=0,
+    type_rel=_arange_rel,
+    kernel=_arange_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("start", _attr_number, doc="The first value (the stop if stop is None)."),
+        AttrField("stop", _attr_optional_number, None, doc="The bound (excluded); None: start."),
+        AttrField("step", _attr_number, 1, doc="The increment (not 0; negative counts down)."),
+        AttrField("dtype", attr_dtype, "float32", doc="The dtype of the result."),
+    ),
+    doc="``start, start + step, ...`` up to ``stop`` (excluded): ONNX Range, numpy.arange.",
+)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = "float32") -> Call:
+    """A 1-D tensor ``start + i * step`` for ``i`` in ``0 .. ceil((stop - start) / step) - 1``
+    (``arange(n)``: ``0 .. n - 1``), as ``numpy.arange`` and ONNX Range.
+
+    The bounds are numbers (attributes: they decide the shape); an integer ``dtype`` needs
+    integral bounds, which it keeps exact.
+    """
+    return Call(Op.get("arange"), [], {"start": start, "stop": stop, "step": step,
+                                       "dtype": dtype})
+
+
+# -- one_hot -----------------------------------------------------------------------------------
+
+
+def _one_hot_axis(axis: int, rank: int) -> int:
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(
+            f"one_hot: axis {axis} is out of range [{-rank - 1}, {rank}] for {rank}-D indices"
+        )
+    return axis + rank + 1 if axis < 0 else axis
+
+
+def _one_hot_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    indices = tensor_arg(arg_types[0], "one_hot", "indices")
+    check_dtype(indices, INT_DTYPES, "one_hot", "indices")
+    for i, name in ((1, "on_value"), (2, "off_value")):
+        value = tensor_arg(arg_types[i], "one_hot", name)
+        if value.ndim != 0:
+            raise ValueError(f"one_hot: {name} must be a scalar (0-D tensor), got {value}")
+    depth = attrs["depth"]
+    if depth < 0:
+        raise ValueError(f"one_hot: depth must be >= 0, got {depth}")
+    axis = _one_hot_axis(attrs["axis"], indices.ndim)
+    return TensorType(indices.shape[:axis] + (depth,) + indices.shape[axis:], attrs["dtype"])
+
+
+def _one_hot_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    indices, on, off = args
+    depth = attrs["depth"]
+    axis = _one_hot_axis(attrs["axis"], indices.ndim)
+    where = np.arange(depth).reshape((depth,) + (1,) * (indices.ndim - axis))
+    hit = np.expand_dims(indices, axis) == where
+    dtype = attrs["dtype"]
+    return np.where(hit, np.asarray(on).astype(dtype), np.asarray(off).astype(dtype))
+
+
+register(
+    "one_hot",
+    num_inputs=3,
+    type_rel=_one_hot_rel,
+    kernel=_one_hot_kernel,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    attrs=(
+        AttrField("depth", attr_int, doc="The length of the new axis."),
+        AttrField("axis", attr_int, -1, doc="Where the new axis goes (-1: last)."),
+        AttrField("dtype", attr_dtype, "float32", doc="The dtype of the result."),
+    ),
+    doc="``on_value`` where the new axis's position equals the index, ``off_value`` elsewhere.",
+)
+
+
+def one_hot(
+    indices: Any, on_value: Any, off_value: Any, depth: int, axis: int = -1,
+    dtype: Any = "float32",
+) -> Call:
+    """A tensor with a new axis of length ``depth`` at ``axis``: ``on_value`` (a scalar) at
+    the position each index names, ``off_value`` elsewhere, cast to ``dtype``. An index
+    outside ``[0, depth)`` gives a row of ``off_value``."""
+    return make_call(
+        "one_hot", [indices, on_value, off_value], ["indices", "on_value", "off_value"],
+        depth=depth, axis=axis, dtype=dtype,
+    )

@@ -1,4 +1,5 @@
-"""Indexing ops: ``take`` (gather along an axis) and ``strided_slice``.
+"""Indexing ops: ``take`` (gather along an axis), ``strided_slice``, ``gather`` (element
+by element along an axis: ONNX GatherElements) and ``gather_nd``.
 
 ``take`` follows ``numpy.take`` with Relay's modes for indices out of range:
 ``"clip"`` clamps them into ``[0, n - 1]`` (a negative index becomes 0),
@@ -12,6 +13,12 @@ clamped, a negative stride walks backwards. That is Python's slicing except
 for a negative stride with ``begin < -dim``, where Python's slice is empty and
 ONNX's clamps ``begin`` to 0. ``axes`` names
 the sliced axes (default: the first ``len(begin)``); other axes are kept whole.
+
+``gather`` and ``gather_nd`` take indices in ``[-n, n)`` for an axis of size ``n``
+(negative ones count from the end, as ONNX's GatherElements and GatherND do; TVM leaves
+them undefined); an index outside that range is a run-time error naming it.
+``gather_nd`` keeps TVM's layout: the index tuples run along the *first* axis of
+``indices`` (ONNX puts them on the last).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from ..ir.op import (
     AttrField,
     OpPattern,
     attr_choice,
+    attr_int,
     attr_ints,
     attr_optional_int,
     attr_optional_ints,
@@ -42,7 +50,8 @@ from ._common import (
     tensor_arg,
 )
 
-__all__ = ["take", "strided_slice", "slice_bounds"]
+__all__ = ["take", "strided_slice", "slice_bounds", "gather", "gather_nd", "checked_indices",
+           "nd_shape", "nd_positions"]
 
 # -- take --------------------------------------------------------------------------------------
 
@@ -229,4 +238,185 @@ def strided_slice(data: Any, begin: Any, end: Any, strides: Any = None, axes: An
     """
     return make_call(
         "strided_slice", [data], ["data"], begin=begin, end=end, strides=strides, axes=axes
+    )
+
+
+
+# -- gather and gather_nd ----------------------------------------------------------------------
+
+
+def checked_indices(indices: np.ndarray, size: int, op: str, what: str = "axis") -> np.ndarray:
+    """``indices`` as int64 in ``[0, size)``: negative ones count from the end, any outside
+    ``[-size, size)`` is a ``ValueError`` naming it, the size and ``what`` (the axis)."""
+    if indices.dtype.name in UNSIGNED_DTYPES:
+        # compare in the unsigned dtype: values above 2**63 would turn negative as int64
+        bad = indices >= np.asarray(size, dtype=indices.dtype)
+        wide = np.where(bad, 0, indices).astype(np.int64)
+    else:
+        wide = indices.astype(np.int64, copy=False)
+        bad = (wide < -size) | (wide >= size)
+    if bad.any():
+        first = indices[bad].reshape(-1)[0]
+        raise ValueError(
+            f"{op}: index {int(first)} is out of range for {what} of size {size} "
+            f"(valid: [{-size}, {size}))"
+        )
+    return np.where(wide < 0, wide + size, wide)
+
+
+def _gather_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "gather", "data")
+    indices = tensor_arg(arg_types[1], "gather", "indices")
+    check_dtype(indices, INT_DTYPES, "gather", "indices")
+    if data.ndim == 0:
+        raise ValueError(f"gather: data must have at least one dimension, got {data}")
+    if indices.ndim != data.ndim:
+        raise ValueError(
+            f"gather: indices {indices} must have the rank of data {data} ({data.ndim})"
+        )
+    axis = normalize_axis(attrs["axis"], data.ndim, "gather")
+    for d, (n, m) in enumerate(zip(indices.shape, data.shape, strict=True)):
+        if d != axis and n > m:
+            raise ValueError(
+                f"gather: indices {indices} is longer than data {data} on axis {d} "
+                f"({n} > {m}); only axis {axis} may differ freely"
+            )
+    if data.shape[axis] == 0 and 0 not in indices.shape:
+        raise ValueError(f"gather: cannot gather {indices} from the empty axis {axis} of {data}")
+    return TensorType(indices.shape, data.dtype)
+
+
+def _gather_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, indices = args
+    axis = normalize_axis(attrs["axis"], data.ndim, "gather")
+    if indices.size == 0:
+        return np.empty(indices.shape, dtype=data.dtype)
+    idx = checked_indices(indices, data.shape[axis], "gather", f"axis {axis}")
+    # the other axes of indices may be shorter than data's: gather from that corner
+    corner = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))
+    return np.take_along_axis(data[corner], idx, axis=axis)
+
+
+register(
+    "gather",
+    num_inputs=2,
+    type_rel=_gather_rel,
+    kernel=_gather_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("axis", attr_int, 0, doc="The axis the indices index."),),
+    doc="Gather elements of ``data`` along ``axis`` at ``indices`` (ONNX GatherElements).",
+)
+
+
+def gather(data: Any, axis: int, indices: Any) -> Call:
+    """``out[i][j][k] = data[indices[i][j][k]][j][k]`` for ``axis=0``, and so on.
+
+    ``indices`` has the rank of ``data``; on every axis but ``axis`` it is at most as long as
+    ``data``. The result has the shape of ``indices``. Indices in ``[-n, n)`` are valid
+    (negative ones count from the end); others fail at run time.
+    """
+    return make_call("gather", [data, indices], ["data", "indices"], axis=axis)
+
+
+def nd_shape(
+    data: TensorType, indices: TensorType, batch: int, op: str
+) -> tuple[int, tuple[int, ...]]:
+    """(tuple length M, result shape) of a gather_nd (for scatter_nd: the shape of its
+    updates); ``ValueError`` when the shapes do not fit."""
+    if indices.ndim == 0:
+        raise ValueError(f"{op}: indices must have at least one dimension, got {indices}")
+    depth = indices.shape[0]
+    if batch < 0:
+        raise ValueError(f"{op}: batch_dims must be >= 0, got {batch}")
+    if batch > indices.ndim - 1:
+        raise ValueError(
+            f"{op}: batch_dims {batch} exceeds the {indices.ndim - 1} index dimensions of "
+            f"indices {indices} (the first dimension holds the index tuples)"
+        )
+    if batch + depth > data.ndim:
+        raise ValueError(
+            f"{op}: index tuples of length {depth} (indices.shape[0]) with batch_dims {batch} "
+            f"need data of rank >= {batch + depth}, got {data}"
+        )
+    if indices.shape[1 : 1 + batch] != data.shape[:batch]:
+        raise ValueError(
+            f"{op}: the batch dimensions of indices {indices.shape[1 : 1 + batch]} and data "
+            f"{data.shape[:batch]} must be equal (batch_dims {batch})"
+        )
+    return depth, data.shape[:batch] + indices.shape[1 + batch :] + data.shape[batch + depth :]
+
+
+def _gather_nd_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "gather_nd", "data")
+    indices = tensor_arg(arg_types[1], "gather_nd", "indices")
+    check_dtype(indices, INT_DTYPES, "gather_nd", "indices")
+    batch = attrs["batch_dims"]
+    depth, shape = nd_shape(data, indices, batch, "gather_nd")
+    rank = attrs["index_rank"]
+    if rank is not None and rank != depth:
+        raise ValueError(
+            f"gather_nd: index_rank {rank} differs from the length {depth} of the index tuples "
+            f"(indices.shape[0] of {indices})"
+        )
+    for j in range(depth):
+        if data.shape[batch + j] == 0 and 0 not in indices.shape:
+            raise ValueError(f"gather_nd: cannot index the empty axis {batch + j} of {data}")
+    return TensorType(shape, data.dtype)
+
+
+def nd_positions(data_shape: tuple[int, ...], indices: np.ndarray, batch: int, op: str) -> tuple:
+    """The numpy index (a tuple of int64 arrays) of the gather_nd / scatter_nd index tuples
+    ``indices`` (tuples along axis 0), over ``data`` flattened to (prod(batch dims), rest...):
+    each array has shape (prod(batch dims), tuples per batch)."""
+    depth = indices.shape[0]
+    nbatch = int(np.prod(data_shape[:batch], dtype=np.int64))
+    per_batch = int(np.prod(indices.shape[1 + batch :], dtype=np.int64))
+    tuples = indices.reshape(depth, nbatch, per_batch)
+    # broadcast: with depth 0 the batch index alone must still have one entry per tuple
+    pos = [np.broadcast_to(np.arange(nbatch, dtype=np.int64)[:, None], tuples.shape[1:])]
+    for j in range(depth):
+        pos.append(checked_indices(tuples[j], data_shape[batch + j], op, f"axis {batch + j}"))
+    return tuple(pos)
+
+
+def _gather_nd_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, indices = args
+    batch = attrs["batch_dims"]
+    depth = indices.shape[0]
+    shape = data.shape[:batch] + indices.shape[1 + batch :] + data.shape[batch + depth :]
+    if 0 in shape:
+        return np.empty(shape, dtype=data.dtype)
+    flat = data.reshape((int(np.prod(data.shape[:batch], dtype=np.int64)), *data.shape[batch:]))
+    return flat[nd_positions(data.shape, indices, batch, "gather_nd")].reshape(shape)
+
+
+register(
+    "gather_nd",
+    num_inputs=2,
+    type_rel=_gather_nd_rel,
+    kernel=_gather_nd_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("batch_dims", attr_int, 0, doc="Leading axes shared by data and indices."),
+        AttrField(
+            "index_rank", attr_optional_int, None, doc="indices.shape[0] if given (checked)."
+        ),
+    ),
+    doc="Gather slices of ``data`` at the index tuples along the first axis of ``indices``.",
+)
+
+
+def gather_nd(data: Any, indices: Any, batch_dims: int = 0, index_rank: int | None = None) -> Call:
+    """Slices of ``data`` at index tuples (TVM's layout: the tuples run along axis 0).
+
+    With ``data`` of shape ``(X_0, ..., X_{N-1})``, ``indices`` of shape
+    ``(M, Y_0, ..., Y_{K-1})`` and ``B = batch_dims`` (``Y_b == X_b`` for ``b < B``), the
+    result has shape ``(X_0..X_{B-1}, Y_B..Y_{K-1}, X_{B+M}..X_{N-1})``:
+    ``out[b, y, rest] = data[b, indices[:, b, y], rest]``. Indices in ``[-n, n)`` are valid
+    (negative ones count from the end). ``index_rank``, if given, must equal ``M``.
+    ONNX's GatherND is this op with the last axis of its indices moved first.
+    """
+    return make_call(
+        "gather_nd", [data, indices], ["data", "indices"],
+        batch_dims=batch_dims, index_rank=index_rank,
     )

@@ -1,6 +1,7 @@
 """Shape-changing (injective) ops: ``reshape``, ``reverse_reshape``,
 ``transpose``, ``concatenate``, ``split``, ``squeeze``, ``expand_dims``,
-``layout_transform``, ``broadcast_to`` and ``tile``.
+``layout_transform``, ``broadcast_to``, ``tile``, and the reordering ops ``reverse``,
+``reverse_sequence`` and ``trilu``.
 
 ``reshape`` understands Relay's special values in ``newshape``:
 
@@ -30,9 +31,11 @@ from ..ir.nodes import Call
 from ..ir.op import AttrField, Op, OpPattern, attr_bool, attr_int, attr_ints, attr_optional_ints
 from ..ir.types import TensorType, TupleType, Type
 from ._common import (
+    INT_DTYPES,
     as_tuple_expr,
     attr_int_or_ints,
     broadcast_shapes,
+    check_dtype,
     make_call,
     normalize_axes,
     normalize_axis,
@@ -53,6 +56,9 @@ __all__ = [
     "broadcast_to",
     "tile",
     "infer_reshape",
+    "reverse",
+    "reverse_sequence",
+    "trilu",
 ]
 
 
@@ -625,3 +631,142 @@ def tile(data: Any, reps: Any) -> Call:
     axes of size 1 (ONNX Tile: one repetition per axis).
     """
     return make_call("tile", [data], ["data"], reps=reps)
+
+
+
+# -- reverse and reverse_sequence --------------------------------------------------------------
+
+
+def _reverse_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "reverse", "data")
+    if data.ndim == 0:
+        raise ValueError(f"reverse: data must have at least one dimension, got {data}")
+    normalize_axis(attrs["axis"], data.ndim, "reverse")
+    return data
+
+
+def _reverse_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    return np.flip(args[0], attrs["axis"]).copy()
+
+
+register(
+    "reverse",
+    num_inputs=1,
+    type_rel=_reverse_rel,
+    kernel=_reverse_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("axis", attr_int, doc="The axis to reverse."),),
+    doc="``data`` with the order of the elements along ``axis`` reversed.",
+)
+
+
+def reverse(data: Any, axis: int) -> Call:
+    """``data`` with its elements along ``axis`` in reverse order (``numpy.flip``)."""
+    return make_call("reverse", [data], ["data"], axis=axis)
+
+
+def _reverse_sequence_axes(ndim: int, attrs: Attrs) -> tuple[int, int]:
+    seq = normalize_axis(attrs["seq_axis"], ndim, "reverse_sequence", "seq_axis")
+    batch = normalize_axis(attrs["batch_axis"], ndim, "reverse_sequence", "batch_axis")
+    if seq == batch:
+        raise ValueError(f"reverse_sequence: seq_axis and batch_axis are both axis {seq}")
+    return seq, batch
+
+
+def _reverse_sequence_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "reverse_sequence", "data")
+    lengths = tensor_arg(arg_types[1], "reverse_sequence", "seq_lengths")
+    check_dtype(lengths, INT_DTYPES, "reverse_sequence", "seq_lengths")
+    if data.ndim < 2:
+        raise ValueError(f"reverse_sequence: data must have at least 2 dimensions, got {data}")
+    _, batch = _reverse_sequence_axes(data.ndim, attrs)
+    if lengths.shape != (data.shape[batch],):
+        raise ValueError(
+            f"reverse_sequence: seq_lengths {lengths} must be 1-D with one length per element "
+            f"of batch_axis {batch} ({data.shape[batch]}) of data {data}"
+        )
+    return data
+
+
+def _reverse_sequence_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, lengths = args
+    seq, batch = _reverse_sequence_axes(data.ndim, attrs)
+    n = data.shape[seq]
+    # as in TVM, lengths are clamped into [1, n] (0 and 1 both leave a row alone)
+    limit = np.asarray(n, dtype=lengths.dtype)
+    length = np.minimum(lengths, limit).astype(np.int64)
+    shape = [1] * data.ndim
+    shape[batch] = data.shape[batch]
+    length = length.reshape(shape)
+    shape = [1] * data.ndim
+    shape[seq] = n
+    pos = np.arange(n, dtype=np.int64).reshape(shape)
+    src = np.where(pos < length, length - 1 - pos, pos)
+    return np.take_along_axis(data, np.broadcast_to(src, data.shape), axis=seq)
+
+
+register(
+    "reverse_sequence",
+    num_inputs=2,
+    type_rel=_reverse_sequence_rel,
+    kernel=_reverse_sequence_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("seq_axis", attr_int, 1, doc="The axis the sequences run along."),
+        AttrField("batch_axis", attr_int, 0, doc="The axis seq_lengths runs along."),
+    ),
+    doc="Reverse the first ``seq_lengths[b]`` elements along ``seq_axis`` of each batch b.",
+)
+
+
+def reverse_sequence(data: Any, seq_lengths: Any, seq_axis: int = 1, batch_axis: int = 0) -> Call:
+    """``data`` with, for each index ``b`` of ``batch_axis``, the first ``seq_lengths[b]``
+    elements along ``seq_axis`` reversed and the rest kept (ONNX ReverseSequence).
+
+    Lengths above the axis size count as the size, lengths below 1 as 1 (as in TVM).
+    """
+    return make_call(
+        "reverse_sequence", [data, seq_lengths], ["data", "seq_lengths"],
+        seq_axis=seq_axis, batch_axis=batch_axis,
+    )
+
+
+# -- trilu -------------------------------------------------------------------------------------
+
+
+def _trilu_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "trilu", "data")
+    k = tensor_arg(arg_types[1], "trilu", "k")
+    if data.ndim < 2:
+        raise ValueError(f"trilu: data must have at least 2 dimensions (matrices), got {data}")
+    check_dtype(k, INT_DTYPES, "trilu", "k")
+    if k.ndim != 0:
+        raise ValueError(f"trilu: k must be a scalar (0-D tensor), got {k}")
+    return data
+
+
+def _trilu_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, k = args
+    rows, cols = data.shape[-2:]
+    # clamp: any diagonal beyond the matrix acts like its last one (and keeps numpy's
+    # index arithmetic away from int64 overflow)
+    k = int(np.clip(np.asarray(k).astype(np.float64), -rows - 1, cols + 1))
+    return np.triu(data, k) if attrs["upper"] else np.tril(data, k)
+
+
+register(
+    "trilu",
+    num_inputs=2,
+    type_rel=_trilu_rel,
+    kernel=_trilu_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(AttrField("upper", attr_bool, True, doc="Keep the upper (else the lower) triangle."),),
+    doc="The upper or lower triangle (from diagonal k) of the matrices in the last two axes.",
+)
+
+
+def trilu(data: Any, k: Any, upper: bool = True) -> Call:
+    """The matrices of the last two axes of ``data`` with the elements outside the upper
+    (``upper``) or lower triangle zeroed; ``k`` (a scalar integer tensor or int) shifts the
+    diagonal: ``upper`` keeps ``j - i >= k``, else ``j - i <= k``."""
+    return make_call("trilu", [data, k], ["data", "k"], upper=upper)
