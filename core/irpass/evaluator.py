@@ -15,7 +15,12 @@ nodes runs, and so does a recursive IR function a million calls deep (memory
 permitting). Each call of a function is an activation with its own memo
 table, so a sub-expression shared inside a function body is computed once
 per call of that function; the table (and every intermediate value in it)
-lives until the call returns. The free vars a closure captures come from one
+lives until the call returns. A tail call (a call whose value is the value of
+the function it is in: the body, a branch of an ``if`` or the body of a
+``let`` in such a place) ends its caller's activation first, so a loop
+written as a tail-recursive function -- what the ONNX importer makes of
+``Loop`` and ``Scan`` -- runs in constant memory however many rounds it
+makes. The free vars a closure captures come from one
 :class:`~irpass.ir.analysis.FreeVarTable` per run, so creating closures costs
 time linear in the program, however deeply its functions nest.
 
@@ -316,15 +321,10 @@ class _Interpreter:
 
     def call(self, closure: Closure, args: list[Any]) -> Any:
         """Call ``closure`` on already-checked argument values."""
-        memo = self._activation(closure, args)
-        body = closure.func.body
-        self._run(body, memo)
-        return memo[body]
+        return self._run(closure.func.body, self._activation(closure, args))
 
     def run_closed(self, expr: Expr) -> Any:
-        memo: dict[Expr, Any] = {}
-        self._run(expr, memo)
-        return memo[expr]
+        return self._run(expr, {})
 
     def _activation(self, closure: Closure, args: list[Any]) -> dict[Expr, Any]:
         # Vars and nodes share one memo table per activation: vars are unique
@@ -371,17 +371,23 @@ class _Interpreter:
             closure.env[self_var] = closure
         return closure
 
-    def _run(self, root: Expr, root_memo: dict[Expr, Any]) -> None:
+    def _run(self, root: Expr, root_memo: dict[Expr, Any]) -> Any:
+        """The value of ``root`` evaluated in the activation ``root_memo``."""
+        # The root's value is forwarded into `out` like a callee's body into its call, so
+        # a tail call in the root ends the root's activation too.
+        out: dict[Expr, Any] = {}
+        stack: list = []
+        self._push_result(stack, root, out, root, root_memo)
         # Kernels compute IEEE arithmetic (overflow is inf, 0/0 is nan) and leave the
         # numpy error state to their caller (see ``irpass.ir.op.Kernel``).
         with np.errstate(all="ignore"):
-            self._run_loop(root, root_memo)
+            self._run_loop(stack)
+        return out[root]
 
-    def _run_loop(self, root: Expr, root_memo: dict[Expr, Any]) -> None:
+    def _run_loop(self, stack: list) -> None:
         # Work items are flattened into one list, state last: ``memo, node, state``,
         # or ``source_memo, source, memo, node, _RESULT``. Pushing existing objects
         # and small ints allocates nothing for the garbage collector to scan.
-        stack: list = [root_memo, root, _ENTER]
         push = stack.append
         pop = stack.pop
         while stack:
@@ -469,6 +475,14 @@ class _Interpreter:
                     callee = self._activation(closure, [memo[a] for a in node.args])
                     source = closure.func.body
                     source_memo = callee
+                    tail = _tail_destination(stack, memo, node)
+                    if tail is not None:
+                        # The caller's activation has nothing left to do but pass this
+                        # call's value on: drop it, and let the callee's body pass its
+                        # value straight to where the caller's would have gone.
+                        del stack[tail[0]:]
+                        self._push_result(stack, tail[2], tail[1], source, source_memo)
+                        continue
                 elif t is Tuple:
                     memo[node] = tuple([memo[f] for f in node.fields])
                     continue
@@ -505,6 +519,25 @@ class _Interpreter:
                 f"\n  at: {describe(call)}"
             ) from exc
         return _check_result(out, call.checked_type, op, call)
+
+
+def _tail_destination(stack: list, memo: dict, node: Expr) -> tuple[int, dict, Expr] | None:
+    """Where the value of the call ``node`` of activation ``memo`` goes, when it is a tail
+    call: ``(k, caller_memo, caller_node)`` with ``stack[k:]`` the work items that only pass
+    it on to ``caller_node`` (the forwarding of an ``if``'s branch, a ``let``'s body, and
+    last the activation's body to the call that made it); ``None`` when the activation
+    has other work pending (the call is not in tail position)."""
+    k = len(stack)
+    dest = node
+    # Every item above the activation's own return belongs to the activation (it was
+    # pushed while running its body), so a chain of forwardings from the top down to
+    # that return means nothing else of the activation is pending.
+    while k >= 5 and stack[k - 1] == _RESULT and stack[k - 5] is memo and stack[k - 4] is dest:
+        k -= 5
+        if stack[k + 2] is not memo:
+            return k, stack[k + 2], stack[k + 3]
+        dest = stack[k + 3]
+    return None
 
 
 def _truth(cond: Any, node: If) -> bool:
