@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
     from .context import NodeContext
 
-__all__ = ["Converter", "converter", "lookup", "supported_op_types", "registered_op_types"]
+__all__ = ["Converter", "converter", "lookup", "supported_op_types", "registered_op_types",
+           "first_opset"]
 
 #: ``converter(ctx) -> Expr`` (one ONNX output) or a sequence of Expr, one per ONNX output.
 Converter: TypeAlias = "Callable[[NodeContext], Expr | Sequence[Expr]]"
@@ -73,6 +74,12 @@ def lookup(op_type: str, opset: int) -> Converter | None:
 def supported_op_types(opset: int) -> set[str]:
     """The op types (default domain) that have a converter at ``opset``."""
     return {t for t, versions in _TABLE.items() if versions[0][0] <= opset}
+
+
+def first_opset(op_type: str) -> int | None:
+    """The oldest opset ``op_type`` has a converter at (``None``: none at any opset)."""
+    versions = _TABLE.get(op_type)
+    return versions[0][0] if versions else None
 
 
 def registered_op_types() -> Iterable[str]:
