@@ -77,6 +77,12 @@ class NodeContext:
         self.options: ImportOptions = importer.options
         self._attrs = {a.name: a for a in node.attribute}
 
+    @property
+    def importer(self) -> GraphImporter:
+        """The importer converting this node: control-flow converters import the node's
+        subgraphs through it (:meth:`GraphImporter.import_subgraph`)."""
+        return self._importer
+
     # -- naming and errors --------------------------------------------------------------
     @property
     def where(self) -> str:

@@ -5,12 +5,19 @@ every expression built (``types``, computed with the ops' type relations as conv
 new expressions, so converters can ask for the types of their inputs). Values computed only
 from constants with integer or bool results (shape arithmetic) are evaluated at import and
 become constants; float computations stay in the IR for FoldConstant.
+
+Subgraphs (the branches of ``If``, the bodies of ``Loop``, ``Scan`` and ``SequenceMap``) are
+walked the same way by a child importer whose ``env`` sees the enclosing graphs' values
+(:meth:`GraphImporter.import_subgraph`). A model's local functions are inlined before the walk
+(:func:`inline_functions`). Besides tensors, a value can be a sequence -- an IR tuple, its
+length known at import -- or an optional, present (the value itself) or absent (a marker in
+``absent``): see :mod:`.control`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections import ChainMap, Counter
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 
 import numpy as np
 import onnx
@@ -21,7 +28,10 @@ from irpass.ir import (
     Constant,
     Expr,
     Function,
+    FuncType,
+    If,
     IRModule,
+    Let,
     Op,
     TensorType,
     Tuple,
@@ -39,12 +49,12 @@ from . import registry
 from .context import NodeContext
 from .dynamic import RuntimeOperand, dynamic_call
 
-__all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset"]
+__all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset", "inline_functions",
+           "implicit_inputs", "subgraphs"]
 
 #: The domains of the standard ONNX operators.
 DEFAULT_DOMAINS = ("", "ai.onnx")
 _FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
-_SUBGRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 
 
 def model_opset(model: ModelProto, source: str) -> int:
@@ -53,6 +63,75 @@ def model_opset(model: ModelProto, source: str) -> int:
     if not versions:
         raise OnnxImportError(f"{source}: the model imports no opset of the default ONNX domain")
     return int(max(versions))
+
+
+def subgraphs(node: NodeProto) -> Iterator[tuple[str, GraphProto]]:
+    """The graph attributes of ``node``: ``(attribute name, graph)``."""
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.name, a.g
+        elif a.type == AttributeProto.GRAPHS:
+            for g in a.graphs:
+                yield a.name, g
+
+
+def _all_nodes(graph: GraphProto) -> Iterator[NodeProto]:
+    """Every node of ``graph`` and of the subgraphs nested in it (iteratively)."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            yield node
+            stack.extend(sub for _name, sub in subgraphs(node))
+
+
+def _names_read(graph: GraphProto) -> set[str]:
+    """The value names read in ``graph`` and its nested subgraphs: node inputs and outputs of
+    the graphs."""
+    names = {o.name for o in graph.output}
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            names.update(n for n in node.input if n)
+            for _name, sub in subgraphs(node):
+                names.update(o.name for o in sub.output)
+                stack.append(sub)
+    return names
+
+
+def implicit_inputs(graph: GraphProto) -> list[str]:
+    """The names ``graph`` (or a subgraph nested in it) reads from the enclosing graphs:
+    read there but neither an input, an initializer nor a node output inside, in the order
+    of first use."""
+    defined: set[str] = set()
+    read: dict[str, None] = {}
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        defined.update(i.name for i in g.input)
+        defined.update(t.name for t in g.initializer)
+        for node in g.node:
+            read.update(dict.fromkeys(n for n in node.input if n))
+            defined.update(n for n in node.output if n)
+            stack.extend(sub for _name, sub in subgraphs(node))
+        read.update(dict.fromkeys(o.name for o in g.output))
+    return [n for n in read if n not in defined]
+
+
+def inline_functions(model: ModelProto, source: str) -> ModelProto:
+    """``model`` with every call of its local functions (``model.functions``) replaced by the
+    function's body, recursively (calls inside functions and subgraphs too; attribute
+    references resolved), by ONNX's own inliner. The model is not changed: a copy is."""
+    import onnx.inliner
+
+    try:
+        return onnx.inliner.inline_local_functions(model, convert_version=False)
+    except Exception as err:  # noqa: BLE001 - the inliner raises many kinds for bad models
+        names = ", ".join(f"{f.domain}.{f.name}" if f.domain else f.name
+                          for f in model.functions)
+        raise OnnxImportError(f"{source}: cannot inline the model's local functions "
+                              f"({names}): {err}") from err
 
 
 class GraphImporter:
@@ -70,14 +149,22 @@ class GraphImporter:
         self.options = options
         _check_text(model, self.source)
         self.opset = model_opset(model, self.source)
-        #: ONNX value name -> its expression.
-        self.env: dict[str, Expr] = {}
+        if len(model.functions):
+            model = inline_functions(model, self.source)
+            self.model = model
+            self.graph = model.graph
+        #: ONNX value name -> its expression (a subgraph's importer sees its parents' too).
+        self.env: MutableMapping[str, Expr] = {}
         #: expression -> its type (by node identity).
         self.types: dict[Expr, Type] = {}
         #: Value names read by some node or listed as a graph output.
         self.used_names: set[str] = set()
         #: Types from ONNX's shape inference (see inferred_type), computed on first need.
         self._inferred: dict[str, TensorType] | None = None
+        #: The importer of the main graph (a subgraph's importer shares its caches).
+        self._root: GraphImporter = self
+        #: Optional values that are absent (markers; see :mod:`.control`), by identity.
+        self.absent: set[Expr] = set()
 
     # -- errors ---------------------------------------------------------------------------
     def fail(self, msg: str) -> OnnxImportError:
@@ -89,32 +176,30 @@ class GraphImporter:
         """Import the graph; :class:`OnnxImportError` on anything irpass cannot represent."""
         graph = self.graph
         self._check_supported()
-        for node in graph.node:
-            self.used_names.update(n for n in node.input if n)
-        self.used_names.update(o.name for o in graph.output)
+        self.used_names.update(_names_read(graph))
         weight_params = self._initializers()
         input_params = self._inputs()
         declared = self._value_info()
         for index, node in enumerate(graph.node):
             self._convert(index, node, declared)
-        body = self._outputs(declared)
+        body, kinds = self._outputs(declared)
         attrs = {
             "onnx.opset": self.opset,
             "onnx.output_names": [o.name for o in graph.output],
             "onnx.graph_name": graph.name,
         }
+        if any(k != "tensor" for k in kinds):
+            attrs["onnx.output_kinds"] = kinds
         return IRModule({"main": Function(input_params + weight_params, body, attrs=attrs)})
 
     def _check_supported(self) -> None:
         supported = registry.supported_op_types(self.opset)
         bad: Counter[str] = Counter()
-        for node in self.graph.node:
+        for node in _all_nodes(self.graph):
             if node.domain not in DEFAULT_DOMAINS:
                 bad[f"{node.domain}.{node.op_type}"] += 1
             elif node.op_type not in supported:
                 bad[node.op_type] += 1
-            elif any(a.type in _SUBGRAPH_TYPES for a in node.attribute):
-                bad[f"{node.op_type} (with a subgraph)"] += 1
         if bad:
             listed = ", ".join(f"{name} ({n})" for name, n in sorted(bad.items()))
             raise self.fail(
@@ -125,7 +210,8 @@ class GraphImporter:
     def _initializers(self) -> list[Var]:
         """Bind every initializer; return the params made of them (weights="params")."""
         params: list[Var] = []
-        as_params = self.options.weights == "params"
+        # a subgraph's initializers are constants: only @main has params
+        as_params = self.options.weights == "params" and self._root is self
         if len(self.graph.sparse_initializer):
             raise self.fail("sparse initializers are not supported: "
                             + ", ".join(repr(t.values.name)
@@ -157,7 +243,16 @@ class GraphImporter:
             if inp.name in self.env:
                 continue  # an initializer listed as an input (ONNX IR < 4): a constant
             where = f"graph input {i} {inp.name!r}"
-            ty = self._static_type(inp.type, where, fix_dims=True)
+            tp = inp.type
+            if tp.HasField("optional_type") and tp.optional_type.elem_type.HasField(
+                    "tensor_type"):
+                # irpass has no run-time optionals: the input is imported as present
+                tp = tp.optional_type.elem_type
+            elif _is_sequence(tp):
+                raise self.fail(f"{where} is a sequence ({_type_text(tp)}); irpass imports "
+                                "sequences built in the graph, whose length is known at "
+                                "import, not sequences passed in")
+            ty = self._static_type(tp, where, fix_dims=True)
             v = Var(inp.name, ty)
             params.append(v)
             self._bind(inp.name, v)
@@ -201,6 +296,7 @@ class GraphImporter:
         return TensorType(tuple(dims), dtype)
 
     def _value_info(self) -> dict[str, TensorType]:
+        """The static tensor types the graph's ``value_info`` declares, by name."""
         declared: dict[str, TensorType] = {}
         for vi in self.graph.value_info:
             try:
@@ -247,9 +343,10 @@ class GraphImporter:
                 ctx.fail(f"output {j} {names[j]!r} is already defined (ONNX values are assigned "
                          "once)")
             ty = self.type_of_expr(expr, ctx)
-            if not isinstance(ty, TensorType):
+            if not isinstance(ty, (TensorType, TupleType)):  # a tuple is a sequence
                 ctx.fail(f"output {j} {names[j]!r} has type {ty}, not a tensor type")
-            if foldable and not isinstance(expr, Constant) and ty.dtype not in _FLOAT_DTYPES:
+            if (foldable and isinstance(ty, TensorType) and not isinstance(expr, Constant)
+                    and ty.dtype not in _FLOAT_DTYPES):
                 expr = self._fold(expr, ty, ctx)
             want = declared.get(names[j])
             if want is not None and want != ty:
@@ -267,46 +364,143 @@ class GraphImporter:
         self.types[const] = ty
         return const
 
-    def _outputs(self, declared: dict[str, TensorType]) -> Expr:
+    def _outputs(self, declared: dict[str, TensorType]) -> tuple[Expr, list[str]]:
+        """The body of ``@main`` (the graph outputs) and each output's kind: ``"tensor"``,
+        or ``"sequence:<dtype>"`` for a sequence (an IR tuple of tensors)."""
         fields: list[Expr] = []
+        kinds: list[str] = []
         for i, out in enumerate(self.graph.output):
+            where = f"graph output {i} {out.name!r}"
             expr = self.env.get(out.name)
             if expr is None:
-                raise self.fail(f"graph output {i} {out.name!r} is not produced by any node, "
-                                "input or initializer")
+                raise self.fail(f"{where} is not produced by any node, input or initializer")
             fields.append(expr)
-            ty = self.types[expr]
-            try:
-                want = self._static_type(out.type, f"graph output {i} {out.name!r}",
-                                         fix_dims=False)
-            except OnnxImportError:
-                want = None  # an undefined or foreign element type declares nothing
-            if want is not None and want != ty:
-                raise self.fail(f"graph output {i} {out.name!r} is {ty} but the model "
-                                f"declares {want}")
+            kinds.append(self._output_kind(expr, out.type, where))
         if not fields:
             raise self.fail("the graph has no outputs")
-        return fields[0] if len(fields) == 1 else Tuple(fields)
+        return (fields[0] if len(fields) == 1 else Tuple(fields)), kinds
+
+    def _output_kind(self, expr: Expr, tp: TypeProto, where: str) -> str:
+        if expr in self.absent:
+            raise self.fail(f"{where} is an optional without a value; irpass returns tensors "
+                            "and sequences")
+        ty = self.types[expr]
+        if tp.HasField("optional_type"):
+            tp = tp.optional_type.elem_type
+        if isinstance(ty, TupleType):
+            elem = tp.sequence_type.elem_type if _is_sequence(tp) else None
+            dtypes = {f.dtype for f in ty.fields if isinstance(f, TensorType)}
+            if elem is None or len(dtypes) > 1 or len(dtypes) != min(len(ty.fields), 1):
+                raise self.fail(f"{where} is {ty}, but the model declares "
+                                f"{_type_text(tp)}")
+            if elem.HasField("tensor_type") and elem.tensor_type.elem_type:
+                dtype = self._dtype(elem.tensor_type.elem_type, where)
+                if dtypes and dtypes != {dtype}:
+                    raise self.fail(f"{where} is a sequence of {dtypes.pop()} tensors but the "
+                                    f"model declares {_type_text(tp)}")
+            elif dtypes:
+                dtype = next(iter(dtypes))
+            else:
+                raise self.fail(f"{where} is an empty sequence whose element type the model "
+                                "does not declare")
+            return f"sequence:{dtype}"
+        try:
+            want = self._static_type(tp, where, fix_dims=False)
+        except OnnxImportError:
+            want = None  # an undefined or foreign element type declares nothing
+        if want is not None and want != ty:
+            raise self.fail(f"{where} is {ty} but the model declares {want}")
+        if _is_sequence(tp):
+            raise self.fail(f"{where} is {ty}, but the model declares {_type_text(tp)}")
+        return "tensor"
 
     # -- nodes with run-time shape operands (frontend/dynamic.py) ------------------------------
     def inferred_type(self, name: str) -> TensorType | None:
         """The static type ONNX's shape inference gives value ``name``, or None. Inference runs
         once, on the first call: only models with run-time shape operands pay for it."""
-        if self._inferred is None:
-            self._inferred = {}
+        root = self._root
+        if root._inferred is None:
+            root._inferred = {}
             try:
-                inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False,
+                inferred = onnx.shape_inference.infer_shapes(root.model, strict_mode=False,
                                                              data_prop=True)
             except Exception:  # noqa: BLE001 - no inference: the caller reports the node
                 return None
-            for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+            # value names are unique in the whole model, subgraphs included (SSA)
+            graphs = [inferred.graph]
+            graphs.extend(sub for node in _all_nodes(inferred.graph)
+                          for _name, sub in subgraphs(node))
+            for g in graphs:
+                for vi in list(g.value_info) + list(g.output):
+                    try:
+                        ty = self._static_type(vi.type, f"value {vi.name!r}", fix_dims=False)
+                    except OnnxImportError:
+                        continue
+                    if ty is not None:
+                        root._inferred[vi.name] = ty
+        return root._inferred.get(name)
+
+    # -- subgraphs ------------------------------------------------------------------------
+    def import_subgraph(self, ctx: NodeContext, attr: str, inputs: Sequence[Expr],
+                        bindings: Mapping[str, Expr] | None = None) -> list[Expr]:
+        """Convert the graph attribute ``attr`` of ``ctx``'s node: its inputs bound to
+        ``inputs`` (by position), the names in ``bindings`` to those expressions, every other
+        value of the enclosing graphs visible; returns the expressions of its outputs.
+
+        Errors name the model, the node, the attribute and the node inside."""
+        graph = ctx.attr(attr)
+        if not isinstance(graph, GraphProto):
+            ctx.fail(f"attribute {attr!r} must be a graph")
+        if len(graph.input) != len(inputs):
+            ctx.fail(f"its {attr} graph has {len(graph.input)} input(s), expected "
+                     f"{len(inputs)}")
+        child = self._child(graph, f"{self.source}: {ctx.where}: {attr}")
+        child.used_names.update(_names_read(graph))
+        if bindings:
+            child.env.update(bindings)
+        for k, (inp, expr) in enumerate(zip(graph.input, inputs, strict=True)):
+            if not inp.name:
+                ctx.fail(f"input {k} of its {attr} graph has no name")
+            ty = child.type_of_expr(expr, ctx)
+            want = None
+            if isinstance(ty, TensorType):
                 try:
-                    ty = self._static_type(vi.type, f"value {vi.name!r}", fix_dims=False)
+                    want = child._static_type(inp.type, f"input {k} {inp.name!r} of its {attr} "
+                                              "graph", fix_dims=False)
                 except OnnxImportError:
-                    continue
-                if ty is not None:
-                    self._inferred[vi.name] = ty
-        return self._inferred.get(name)
+                    want = None
+            if want is not None and want.dtype != ty.dtype:
+                ctx.fail(f"input {k} {inp.name!r} of its {attr} graph is declared {want} but "
+                         f"gets {ty}")
+            child.env[inp.name] = expr
+        child._initializers()
+        declared = child._value_info()
+        for index, node in enumerate(graph.node):
+            child._convert(index, node, declared)
+        outs = []
+        for k, out in enumerate(graph.output):
+            expr = child.env.get(out.name)
+            if expr is None:
+                raise child.fail(f"output {k} {out.name!r} is not produced by any node or "
+                                 "input")
+            outs.append(expr)
+        return outs
+
+    def _child(self, graph: GraphProto, source: str) -> GraphImporter:
+        """An importer for ``graph``, a subgraph of this one's (shares every cache)."""
+        child = object.__new__(GraphImporter)
+        child.model = self.model
+        child.graph = graph
+        child.source = source
+        child.options = self.options
+        child.opset = self.opset
+        child.env = ChainMap({}, self.env)
+        child.types = self.types
+        child.used_names = self.used_names
+        child._inferred = None
+        child._root = self._root
+        child.absent = self.absent
+        return child
 
     @classmethod
     def convert_node_with_values(cls, node: NodeProto, opset: int, options: ImportOptions,
@@ -387,6 +581,29 @@ class GraphImporter:
             if not isinstance(out, Type):
                 raise bad(f"internal: the type relation of {e.op.name} returned {out!r}")
             return out
+        # control flow (frontend/control.py): typed as irpass.ir.infer_type types it
+        if isinstance(e, Call):
+            fty = types[e.op]
+            arg_types = [types[a] for a in e.args]
+            if not isinstance(fty, FuncType) or list(fty.arg_types) != arg_types:
+                raise bad(f"type error: a call of a {fty} with arguments of types "
+                          f"({', '.join(map(str, arg_types))})")
+            return fty.ret_type
+        if isinstance(e, If):
+            cond, then, other = types[e.cond], types[e.true_branch], types[e.false_branch]
+            if cond != TensorType((), "bool"):
+                raise bad(f"type error: the condition of an if is {cond}, not a bool scalar")
+            if then != other:
+                raise bad(f"type error: the branches of an if have types {then} and {other}")
+            return then
+        if isinstance(e, Let):
+            return types[e.body]
+        if isinstance(e, Function):
+            body = types[e.body]
+            if e.ret_type is not None and e.ret_type != body:
+                raise bad(f"type error: a function returning {e.ret_type} has a body of type "
+                          f"{body}")
+            return FuncType([p.type_annotation for p in e.params], body)
         raise bad(f"internal: a converter built a {type(e).__name__}, which the importer does "
                   "not type")
 
@@ -429,10 +646,33 @@ def _check_text(model: ModelProto, source: str) -> None:
 
 def _children(e: Expr) -> Sequence[Expr]:
     if isinstance(e, Call):
-        return e.args
+        return e.args if isinstance(e.op, Op) else (e.op, *e.args)
     if isinstance(e, Tuple):
         return e.fields
     if isinstance(e, TupleGetItem):
         return (e.tuple_value,)
+    if isinstance(e, If):
+        return (e.cond, e.true_branch, e.false_branch)
+    if isinstance(e, Let):
+        return (e.value, e.body)
+    if isinstance(e, Function):
+        return (e.body,)
     return ()
+
+
+def _is_sequence(tp: TypeProto) -> bool:
+    """Whether ``tp`` is a sequence type (or an optional one)."""
+    if tp.HasField("optional_type"):
+        tp = tp.optional_type.elem_type
+    return tp.HasField("sequence_type")
+
+
+def _type_text(tp: TypeProto) -> str:
+    """``tp`` as ONNX's printer writes it (``seq(float[N])``)."""
+    import onnx.printer
+
+    try:
+        return onnx.printer.to_text(tp)
+    except Exception:  # noqa: BLE001 - a malformed type prints as its kind
+        return str(tp.WhichOneof("value"))
 
