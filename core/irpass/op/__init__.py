@@ -14,11 +14,13 @@ Python builtins of the same names; use them as ``irpass.op.sum(...)``.
 
 from ..ir.op import Op, OpPattern, list_ops, register_op
 from . import nn
-from .create import full, ones, ones_like, shape_of, zeros, zeros_like
+from .create import arange, full, one_hot, ones, ones_like, shape_of, zeros, zeros_like
 from .cumulative import cumprod, cumsum
-from .indexing import strided_slice, take
+from .indexing import gather, gather_nd, strided_slice, take
 from .linalg import einsum, matmul
 from .reduce import argmax, argmin, max, mean, min, prod, sum
+from .scatter import scatter_elements, scatter_nd
+from .sort import topk
 from .tensor import (
     abs,
     acos,
@@ -81,11 +83,14 @@ from .transform import (
     expand_dims,
     layout_transform,
     reshape,
+    reverse,
     reverse_reshape,
+    reverse_sequence,
     split,
     squeeze,
     tile,
     transpose,
+    trilu,
 )
 
 
@@ -99,6 +104,7 @@ __all__ = [
     "acos",
     "acosh",
     "add",
+    "arange",
     "argmax",
     "argmin",
     "asin",
@@ -127,6 +133,8 @@ __all__ = [
     "floor",
     "floor_mod",
     "full",
+    "gather",
+    "gather_nd",
     "get",
     "greater",
     "greater_equal",
@@ -152,6 +160,7 @@ __all__ = [
     "negative",
     "nn",
     "not_equal",
+    "one_hot",
     "ones",
     "ones_like",
     "Op",
@@ -160,9 +169,13 @@ __all__ = [
     "prod",
     "register_op",
     "reshape",
+    "reverse",
     "reverse_reshape",
+    "reverse_sequence",
     "right_shift",
     "round",
+    "scatter_elements",
+    "scatter_nd",
     "shape_of",
     "sigmoid",
     "sign",
@@ -178,7 +191,9 @@ __all__ = [
     "tan",
     "tanh",
     "tile",
+    "topk",
     "transpose",
+    "trilu",
     "trunc",
     "trunc_mod",
     "where",

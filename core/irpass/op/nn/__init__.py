@@ -9,6 +9,7 @@ from .activation import dropout, leaky_relu, log_softmax, relu, softmax
 from .conv import conv2d
 from .conv_transpose import conv2d_transpose
 from .dense import batch_matmul, bias_add, dense
+from .depth_space import depth_to_space, space_to_depth
 from .norm import batch_norm, layer_norm, lrn
 from .pad import pad
 from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
@@ -21,6 +22,7 @@ __all__ = [
     "conv2d",
     "conv2d_transpose",
     "dense",
+    "depth_to_space",
     "dropout",
     "global_avg_pool2d",
     "layer_norm",
@@ -31,4 +33,5 @@ __all__ = [
     "pad",
     "relu",
     "softmax",
+    "space_to_depth",
 ]
