@@ -1,5 +1,5 @@
-"""Converters of the ONNX tensor-manipulation ops: shapes, indexing, creation, casts, joins,
-padding, selection and clipping.
+"""Converters of the ONNX tensor-manipulation ops: shapes, indexing and scatters, creation,
+joins, padding, selection, clipping, sorting and block rearrangements.
 
 irpass shapes are static, so every shape-like input (Reshape's shape, Slice's starts, Pad's
 pads, ...) must be known at import: a constant, or computed from constants (the importer folds
@@ -7,6 +7,12 @@ integer shape arithmetic such as Shape -> Gather -> Concat before the consumer s
 converters compute result shapes themselves where ONNX and the core op disagree on conventions
 (Reshape's special values, Expand's bidirectional broadcast), so the IR carries plain static
 attributes.
+
+Ops whose output shape depends on the data (NonZero, Compress's condition, Unique) are
+computed from the input's import-time value; a runtime one goes through the dynamic import
+(:mod:`.dynamic`). ONNX's GatherND/ScatterND keep index tuples on the last axis of their
+indices, the core ops (TVM's) on the first: the converters move that axis. Col2Im is a
+scatter-add of the columns into the padded image at positions computed at import.
 """
 
 from __future__ import annotations
@@ -564,3 +570,373 @@ def _clip_11(ctx: NodeContext) -> Expr:
         else:
             bounds.append(_scalar_of(ctx, known, name))
     return _clip(ctx, ctx.input(0), bounds[0], bounds[1])
+
+
+# -- element and tuple indexing ----------------------------------------------------------------
+
+
+@converter("GatherElements", since=11)
+def _gather_elements(ctx: NodeContext) -> Expr:
+    rank = len(ctx.type_of(0).shape)
+    if rank == 0:
+        ctx.fail("data must have at least one dimension")
+    axis = norm_axis(ctx, int(ctx.attr("axis", 0)), rank)
+    return call("gather", [ctx.input(0), ctx.input(1)], axis=axis)
+
+
+def _tuples_first(ctx: NodeContext, i: int) -> Expr:
+    """ONNX's index tuples (the last axis of input ``i``) moved to the first axis, where the
+    core's gather_nd / scatter_nd read them (TVM's layout)."""
+    rank = len(ctx.type_of(i).shape)
+    if rank == 0:
+        ctx.fail(f"input {i} (indices) must have at least one dimension")
+    if rank == 1:
+        return ctx.input(i)
+    known = ctx.known(i)
+    if known is not None:  # (the importer folds whole nodes only)
+        return const(np.ascontiguousarray(np.moveaxis(known, -1, 0)))
+    return call("transpose", [ctx.input(i)], axes=[rank - 1, *range(rank - 1)])
+
+
+@converter("GatherND", since=11)
+def _gather_nd(ctx: NodeContext) -> Expr:
+    batch = int(ctx.attr("batch_dims", 0)) if ctx.opset >= 12 else 0
+    return call("gather_nd", [ctx.input(0), _tuples_first(ctx, 1)], batch_dims=batch)
+
+
+# ONNX's reduction names -> the core's (TVM's)
+_SCATTER_REDUCTIONS = {"none": "update", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+def _scatter_reduction(ctx: NodeContext) -> str:
+    reduction = ctx.attr("reduction", "none")
+    if reduction not in _SCATTER_REDUCTIONS:
+        ctx.fail(f"reduction {reduction!r} is not one of {', '.join(_SCATTER_REDUCTIONS)}")
+    return _SCATTER_REDUCTIONS[reduction]
+
+
+@converter("ScatterElements", since=11)
+@converter("Scatter", since=9)
+def _scatter_elements(ctx: NodeContext) -> Expr:
+    rank = len(ctx.type_of(0).shape)
+    if rank == 0:
+        ctx.fail("data must have at least one dimension")
+    axis = norm_axis(ctx, int(ctx.attr("axis", 0)), rank)
+    return call("scatter_elements", [ctx.input(0), ctx.input(1), ctx.input(2)], axis=axis,
+                reduction=_scatter_reduction(ctx))
+
+
+@converter("ScatterND", since=11)
+def _scatter_nd(ctx: NodeContext) -> Expr:
+    return call("scatter_nd", [ctx.input(0), _tuples_first(ctx, 1), ctx.input(2)],
+                mode=_scatter_reduction(ctx))
+
+
+@converter("TensorScatter", since=24)
+def _tensor_scatter(ctx: NodeContext) -> Expr:
+    # each (prefix, s) of update goes to cache position write_indices[batch] + s on `axis`
+    # (modulo its length when circular): one scatter_elements with those positions
+    cache, update = ctx.type_of(0), ctx.type_of(1)
+    rank = len(cache.shape)
+    mode = ctx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        ctx.fail(f"mode must be 'linear' or 'circular', got {mode!r}")
+    if rank < 2:
+        ctx.fail("past_cache must have at least two dimensions (batch and sequence)")
+    axis = norm_axis(ctx, int(ctx.attr("axis", -2)), rank)
+    if axis == 0:
+        ctx.fail("axis must not be the batch axis 0")
+    if len(update.shape) != rank or any(
+            u != c for k, (u, c) in enumerate(zip(update.shape, cache.shape, strict=True))
+            if k != axis) or update.shape[axis] > cache.shape[axis]:
+        ctx.fail(f"update of shape {update.shape} does not fit past_cache of shape "
+                 f"{cache.shape} (equal but on axis {axis}, where it may be shorter)")
+    steps = np.arange(update.shape[axis], dtype=np.int64).reshape(
+        [1] * axis + [-1] + [1] * (rank - axis - 1))
+    positions: Expr = const(steps)
+    if ctx.has_input(2):
+        start = call("reshape", [ctx.input(2)], newshape=[cache.shape[0]] + [1] * (rank - 1))
+        positions = call("add", [start, positions])
+    if mode == "circular":
+        positions = call("floor_mod", [positions, const(np.array(cache.shape[axis], np.int64))])
+    positions = call("broadcast_to", [positions], shape=list(update.shape))
+    return call("scatter_elements", [ctx.input(0), positions, ctx.input(1)], axis=axis,
+                reduction="update")
+
+
+@converter("Trilu", since=14)
+def _trilu(ctx: NodeContext) -> Expr:
+    if len(ctx.type_of(0).shape) < 2:
+        ctx.fail("input must have at least two dimensions")
+    if ctx.has_input(1):
+        k = ctx.input(1)
+        if ctx.type_of(1).shape != ():
+            if ctx.type_of(1).shape != (1,):
+                ctx.fail(f"k must hold one value, got shape {ctx.type_of(1).shape}")
+            k = call("reshape", [k], newshape=[])
+    else:
+        k = const(np.array(0, np.int64))
+    return call("trilu", [ctx.input(0), k], upper=bool(ctx.attr("upper", 1)))
+
+
+@converter("ReverseSequence", since=10)
+def _reverse_sequence(ctx: NodeContext) -> Expr:
+    rank = len(ctx.type_of(0).shape)
+    if rank < 2:
+        ctx.fail("input must have at least two dimensions")
+    time_axis, batch_axis = int(ctx.attr("time_axis", 0)), int(ctx.attr("batch_axis", 1))
+    if {time_axis, batch_axis} != {0, 1}:
+        ctx.fail(f"time_axis {time_axis} and batch_axis {batch_axis} must be 0 and 1, one each")
+    return call("reverse_sequence", [ctx.input(0), ctx.input(1)], seq_axis=time_axis,
+                batch_axis=batch_axis)
+
+
+# -- sorting and selection ---------------------------------------------------------------------
+
+
+@converter("TopK", since=1)
+def _top_k(ctx: NodeContext) -> list[Expr]:
+    ty = ctx.type_of(0)
+    if not ty.shape:
+        ctx.fail("X must have at least one dimension")
+    axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(ty.shape))
+    if ctx.opset >= 10:
+        k = _scalar_of(ctx, ctx.const_input(1, "K"), "K")
+        if not isinstance(k, int):
+            ctx.fail(f"K must be an integer, got {k!r}")
+    else:
+        k = int(ctx.attr("k"))
+    largest = bool(ctx.attr("largest", 1)) if ctx.opset >= 11 else True
+    size = ty.shape[axis]
+    if not 0 <= k <= size:
+        ctx.fail(f"K {k} is out of range [0, {size}] for axis {axis} of shape {ty.shape}")
+    shape = ty.shape[:axis] + (k,) + ty.shape[axis + 1:]
+    if k == 0:  # the core's k < 1 means all of the axis
+        return [const(np.zeros(shape, ty.dtype)), const(np.zeros(shape, np.int64))]
+    # sorted=0 lets the order be any: the core's sorted order is one of them
+    both = call("topk", [ctx.input(0)], k=k, axis=axis, ret_type="both", is_ascend=not largest,
+                dtype="int64")
+    return [TupleGetItem(both, 0), TupleGetItem(both, 1)]
+
+
+# -- data-dependent shapes: computed from the input's import-time value ------------------------
+
+
+@converter("NonZero", since=9)
+def _non_zero(ctx: NodeContext) -> Expr:
+    x = ctx.const_input(0, "X")
+    if x.ndim == 0:
+        ctx.fail("X must have at least one dimension")
+    return const(np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1))
+
+
+@converter("Compress", since=9)
+def _compress(ctx: NodeContext) -> Expr:
+    condition = ctx.const_input(1, "condition")
+    if condition.dtype != np.bool_ or condition.ndim != 1:
+        ctx.fail(f"condition must be a 1-D bool tensor, got {condition.dtype.name} of shape "
+                 f"{condition.shape}")
+    data = ctx.input(0)
+    shape = ctx.type_of(0).shape
+    axis = ctx.attr("axis", None)
+    if axis is None:
+        size = int(np.prod(shape, dtype=np.int64))
+        if len(shape) != 1:
+            data = call("reshape", [data], newshape=[size])
+        axis = 0
+    else:
+        axis = norm_axis(ctx, int(axis), len(shape))
+        size = shape[axis]
+    if condition.size > size:
+        ctx.fail(f"condition has {condition.size} entries, more than the {size} of the "
+                 f"compressed axis")
+    picked = np.flatnonzero(condition).astype(np.int64)
+    return call("take", [data, const(picked)], axis=axis, mode="fast")
+
+
+@converter("Unique", since=11)
+def _unique(ctx: NodeContext) -> list[Expr]:
+    x = ctx.const_input(0, "X")
+    axis = ctx.attr("axis", None)
+    if axis is not None:
+        axis = norm_axis(ctx, int(axis), x.ndim)
+    elif x.ndim != 1:
+        x = x.reshape(-1)
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                          return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not ctx.attr("sorted", 1):
+        # the order of first occurrence: renumber the sorted uniques by where they appear
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        y = np.take(y, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    outs = [y, first, inverse, counts]
+    return [as_const(ctx, v if k == 0 else np.asarray(v, np.int64))
+            for k, v in enumerate(outs[:ctx.num_outputs])]
+
+
+# -- creation ----------------------------------------------------------------------------------
+
+
+@converter("Range", since=11)
+def _range(ctx: NodeContext) -> Expr:
+    dtype = ctx.type_of(0).dtype
+    bounds = []
+    for i, name in enumerate(("start", "limit", "delta")):
+        if ctx.type_of(i).dtype != dtype:
+            ctx.fail(f"{name} is {ctx.type_of(i).dtype}, start is {dtype}: they must agree")
+        bounds.append(_scalar_of(ctx, ctx.const_input(i, name), name))
+    if np.dtype(dtype).kind not in "iuf":
+        ctx.fail(f"inputs must be numbers, got {dtype}")
+    start, limit, delta = bounds
+    if delta == 0:
+        ctx.fail("delta must not be 0")
+    return call("arange", [], start=start, stop=limit, step=delta, dtype=dtype)
+
+
+@converter("OneHot", since=9)
+def _one_hot(ctx: NodeContext) -> Expr:
+    depth = _scalar_of(ctx, ctx.const_input(1, "depth"), "depth")
+    if depth != int(depth) or depth < 0:
+        ctx.fail(f"depth must be a non-negative integer, got {depth}")
+    depth = int(depth)
+    values_ty = ctx.type_of(2)
+    if values_ty.shape not in ((2,),):
+        ctx.fail(f"values must hold two elements [off_value, on_value], got shape "
+                 f"{values_ty.shape}")
+    rank = len(ctx.type_of(0).shape)
+    axis = int(ctx.attr("axis", -1))
+    if not -rank - 1 <= axis <= rank:
+        ctx.fail(f"axis {axis} is out of range [{-rank - 1}, {rank}] for {rank}-D indices")
+    indices = ctx.input(0)
+    idx_dtype = ctx.type_of(0).dtype
+    if np.dtype(idx_dtype).kind not in "iu":
+        indices = call("cast", [indices], dtype="int64")  # float indices truncate
+        idx_dtype = "int64"
+    if np.dtype(idx_dtype).kind == "i":
+        # negative indices count from depth's end
+        shifted = call("add", [indices, const(np.array(depth, idx_dtype))])
+        negative = call("less", [indices, const(np.array(0, idx_dtype))])
+        indices = call("where", [negative, shifted, indices])
+    values = ctx.input(2)
+    off = call("take", [values, const(np.array(0, np.int64))], axis=0)
+    on = call("take", [values, const(np.array(1, np.int64))], axis=0)
+    return call("one_hot", [indices, on, off], depth=depth, axis=axis, dtype=values_ty.dtype)
+
+
+@converter("EyeLike", since=9)
+def _eye_like(ctx: NodeContext) -> Expr:
+    ty = ctx.type_of(0)
+    if len(ty.shape) != 2:
+        ctx.fail(f"input must be 2-D, got shape {ty.shape}")
+    dtype = ty.dtype
+    if ctx.has_attr("dtype"):
+        try:
+            dtype = dtype_of(int(ctx.attr("dtype")), "attribute 'dtype'")
+        except ValueError as err:
+            ctx.fail(str(err))
+    # the shape is static: the result is a constant whatever the input holds
+    return as_const(ctx, np.eye(*ty.shape, k=int(ctx.attr("k", 0)), dtype=dtype))
+
+
+# -- blocks and windows ------------------------------------------------------------------------
+
+
+def _depth_space(op: str, since_mode: int) -> Any:
+    def convert(ctx: NodeContext) -> Expr:
+        if len(ctx.type_of(0).shape) != 4:
+            ctx.fail(f"input must be 4-D (NCHW), got shape {ctx.type_of(0).shape}")
+        block = int(ctx.attr("blocksize"))
+        if block < 1:
+            ctx.fail(f"blocksize must be >= 1, got {block}")
+        mode = ctx.attr("mode", "DCR") if ctx.opset >= since_mode else "DCR"
+        if mode not in ("DCR", "CRD"):
+            ctx.fail(f"mode must be 'DCR' or 'CRD', got {mode!r}")
+        return call(op, [ctx.input(0)], block_size=block, layout="NCHW", mode=mode)
+
+    convert.__name__ = f"_convert_{op}"
+    return convert
+
+
+converter("DepthToSpace", since=1)(_depth_space("nn.depth_to_space", 11))
+converter("SpaceToDepth", since=1)(_depth_space("nn.space_to_depth", 28))
+
+
+@converter("CenterCropPad", since=18)
+def _center_crop_pad(ctx: NodeContext) -> Expr:
+    shape = ctx.type_of(0).shape
+    rank = len(shape)
+    target = ints_of(ctx, ctx.const_input(1, "shape"), "shape")
+    axes = ctx.attr("axes", None)
+    axes = list(range(rank)) if axes is None else norm_axes(ctx, axes, rank)
+    if len(target) != len(axes):
+        ctx.fail(f"shape {target} must have one size per axis of {axes}")
+    if any(t < 0 for t in target):
+        ctx.fail(f"shape {target} has a negative size")
+    out: Expr = ctx.input(0)
+    crop = [(a, t) for a, t in zip(axes, target, strict=True) if t < shape[a]]
+    if crop:
+        begin = [(shape[a] - t) // 2 for a, t in crop]
+        out = _strided_slice(out, begin, [b + t for b, (_, t) in zip(begin, crop, strict=True)],
+                             [1] * len(crop), [a for a, _ in crop])
+    width = [[0, 0] for _ in range(rank)]
+    for a, t in zip(axes, target, strict=True):
+        if t > shape[a]:
+            before = (t - shape[a]) // 2
+            width[a] = [before, t - shape[a] - before]
+    if any(b or e for b, e in width):
+        out = call("nn.pad", [out], pad_width=width, pad_value=0.0, pad_mode="constant")
+    return out
+
+
+@converter("Col2Im", since=18)
+def _col2im(ctx: NodeContext) -> Expr:
+    # a scatter-add of every column entry into its (padded) image position, the pads cut off
+    ty = ctx.type_of(0)
+    image = ints_of(ctx, ctx.const_input(1, "image_shape"), "image_shape")
+    block = ints_of(ctx, ctx.const_input(2, "block_shape"), "block_shape")
+    n = len(image)
+    if len(block) != n or n == 0:
+        ctx.fail(f"image_shape {image} and block_shape {block} must have one size per "
+                 "spatial axis")
+    dilations = [int(v) for v in ctx.attr("dilations", [1] * n)]
+    strides = [int(v) for v in ctx.attr("strides", [1] * n)]
+    pads = [int(v) for v in ctx.attr("pads", [0] * 2 * n)]
+    if len(dilations) != n or len(strides) != n or len(pads) != 2 * n:
+        ctx.fail(f"dilations {dilations}, strides {strides} and pads {pads} must have {n}, {n} "
+                 f"and {2 * n} values")
+    if min(dilations + strides + block + image) < 1 or min(pads) < 0:
+        ctx.fail("sizes, dilations and strides must be >= 1, pads >= 0")
+    if len(ty.shape) != 3:
+        ctx.fail(f"input must be 3-D (N, C * prod(block_shape), L), got shape {ty.shape}")
+    batch, channels_k, length = ty.shape
+    kernel = int(np.prod(block))
+    if channels_k % kernel:
+        ctx.fail(f"input's dimension 1 ({channels_k}) is not a multiple of the block size "
+                 f"{kernel}")
+    padded = [image[i] + pads[i] + pads[i + n] for i in range(n)]
+    counts = [(padded[i] - dilations[i] * (block[i] - 1) - 1) // strides[i] + 1 for i in range(n)]
+    if min(counts) < 1 or int(np.prod(counts)) != length:
+        ctx.fail(f"input's dimension 2 ({length}) is not the number of blocks "
+                 f"{' * '.join(map(str, counts))} that fit the padded image {padded}")
+    # the padded position of (kernel offset, block): block * stride + offset * dilation
+    pos = np.zeros((kernel, length), np.int64)
+    offsets = np.indices(block).reshape(n, kernel)
+    starts = np.indices(counts).reshape(n, length)
+    for i in range(n):
+        coord = starts[i][None, :] * strides[i] + offsets[i][:, None] * dilations[i]
+        pos = pos * padded[i] + coord
+    channels = channels_k // kernel
+    flat = int(np.prod(padded))
+    cols = call("reshape", [ctx.input(0)], newshape=[batch, channels, kernel * length])
+    zeros = const(np.broadcast_to(np.zeros((), ty.dtype), (batch, channels, flat)))
+    where = const(np.broadcast_to(pos.reshape(-1), (batch, channels, kernel * length)))
+    out = call("scatter_elements", [zeros, where, cols], axis=2, reduction="add")
+    out = call("reshape", [out], newshape=[batch, channels, *padded])
+    if any(pads):
+        out = _strided_slice(out, [pads[i] for i in range(n)],
+                             [pads[i] + image[i] for i in range(n)], [1] * n,
+                             list(range(2, 2 + n)))
+    return out
