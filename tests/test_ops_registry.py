@@ -185,6 +185,32 @@ CASES: dict[str, tuple] = {
     "broadcast_to": (lambda: op.broadcast_to(V[0], (2, 3, 4)), [r(3, 1)]),
     "tile": (lambda: op.tile(V[0], (2, 1, 3)), [r(2, 3)]),
     "matmul": (lambda: op.matmul(V[0], V[1]), [r(2, 1, 3, 4), r(5, 4, 2)]),
+    "nn.conv1d": (
+        lambda: op.nn.conv1d(V[0], V[1], strides=2, padding=(1, 2), dilation=2, groups=2),
+        [r(1, 4, 9), r(6, 2, 3)],
+    ),
+    "nn.conv3d": (
+        lambda: op.nn.conv3d(V[0], V[1], strides=(1, 2, 1), padding=1, data_layout="NDHWC",
+                             kernel_layout="DHWIO"),
+        [r(1, 4, 5, 4, 2), r(2, 2, 2, 2, 3)],
+    ),
+    "nn.conv1d_transpose": (
+        lambda: op.nn.conv1d_transpose(V[0], V[1], strides=2, padding=(1, 0), output_padding=1),
+        [r(1, 3, 4), r(3, 2, 3)],
+    ),
+    "nn.conv3d_transpose": (
+        lambda: op.nn.conv3d_transpose(V[0], V[1], strides=(2, 1, 1), groups=2),
+        [r(1, 4, 2, 3, 2), r(4, 1, 2, 2, 2)],
+    ),
+    "nn.max_pool1d": (lambda: op.nn.max_pool1d(V[0], 3, 2, padding=1, ceil_mode=True),
+                      [r(1, 2, 8)]),
+    "nn.max_pool3d": (lambda: op.nn.max_pool3d(V[0], 2, 2, dilation=(1, 1, 2)),
+                      [r(1, 2, 4, 4, 6)]),
+    "nn.avg_pool1d": (lambda: op.nn.avg_pool1d(V[0], 3, padding=1, layout="NWC"), [r(1, 6, 2)]),
+    "nn.avg_pool3d": (
+        lambda: op.nn.avg_pool3d(V[0], 2, 2, padding=(1, 0, 0), count_include_pad=True),
+        [r(1, 2, 3, 4, 4)],
+    ),
     "nn.conv2d_transpose": (
         lambda: op.nn.conv2d_transpose(
             V[0], V[1], strides=2, padding=1, output_padding=1, groups=2

@@ -239,6 +239,37 @@ def _build_conv2d_transpose_grouped():
                                           dilation=(2, 1)))
 
 
+def _build_conv1d():
+    x = _x((1, 4, 9))
+    return fn([x], op.nn.conv1d(x, const(6, 2, 3), strides=2, padding=(1, 2), dilation=2,
+                                groups=2))
+
+
+def _build_conv3d():
+    x = _x((1, 5, 4, 6, 2))
+    return fn([x], op.nn.conv3d(x, const(2, 3, 2, 2, 3), strides=(1, 2, 1), padding=1,
+                                data_layout="NDHWC", kernel_layout="DHWIO"))
+
+
+def _build_conv1d_transpose():
+    x = _x((1, 3, 4))
+    return fn([x], op.nn.conv1d_transpose(x, const(3, 2, 3), strides=2, padding=(1, 0),
+                                          output_padding=1))
+
+
+def _build_conv3d_transpose():
+    x = _x((1, 4, 2, 3, 2))
+    return fn([x], op.nn.conv3d_transpose(x, const(4, 1, 2, 2, 2), strides=(2, 1, 1), groups=2))
+
+
+def _pool_nd(name, shape, **kw):
+    def build():
+        x = _x(shape)
+        return fn([x], getattr(op.nn, name)(x, **kw))
+
+    return build
+
+
 def _pool(name, **kw):
     def build():
         x = _x((1, 3, 9, 8))
@@ -447,6 +478,21 @@ CASES = {
     "nn.conv2d": (_build_conv2d, (9, 17)),
     "conv2d_nhwc": (_build_conv2d_nhwc, (17,)),
     "conv2d_var_weight": (_build_conv2d_var_weight, (17,)),
+    "nn.conv1d": (_build_conv1d, (9, 17)),
+    "nn.conv3d": (_build_conv3d, (9, 17)),
+    "nn.conv1d_transpose": (_build_conv1d_transpose, (9, 17)),
+    "nn.conv3d_transpose": (_build_conv3d_transpose, (9, 17)),
+    "nn.max_pool1d": (_pool_nd("max_pool1d", (1, 2, 8), pool_size=3, strides=2, padding=1,
+                               ceil_mode=True), (9, 17)),
+    "nn.max_pool3d": (_pool_nd("max_pool3d", (1, 2, 4, 4, 6), pool_size=2, strides=2,
+                               dilation=(1, 1, 2)), (17,)),
+    "nn.avg_pool1d": (_pool_nd("avg_pool1d", (1, 6, 2), pool_size=3, padding=1, layout="NWC"),
+                      (9, 17)),
+    "nn.avg_pool3d": (_pool_nd("avg_pool3d", (1, 2, 3, 4, 4), pool_size=2, strides=2,
+                               padding=(1, 0, 0), count_include_pad=True), (9, 17)),
+    "avg_pool2d_ceil_last_window_in_pad": (
+        _pool_nd("avg_pool2d", (1, 1, 2, 2), pool_size=3, strides=3, padding=1, ceil_mode=True),
+        (9, 17)),
     "nn.conv2d_transpose": (_build_conv2d_transpose, (9, 17)),
     "conv2d_transpose_grouped": (_build_conv2d_transpose_grouped, (17,)),
     "nn.max_pool2d": (_pool("max_pool2d", pool_size=3, strides=2, padding=1), (9, 17)),

@@ -1246,11 +1246,66 @@ class _Generator:
             ("conv2d", 4), ("conv2d_transpose", 1), ("max_pool2d", 1.5), ("avg_pool2d", 1.5),
             ("global_avg_pool2d", 1), ("batch_norm", 2), ("layer_norm", 1.5), ("lrn", 0.5),
             ("dense", 2.5), ("batch_matmul", 1), ("matmul", 1), ("bias_add", 1.5),
-            ("softmax", 1.5), ("log_softmax", 0.7),
+            ("softmax", 1.5), ("log_softmax", 0.7), ("conv1d", 0.5), ("conv3d", 0.5),
+            ("conv1d_transpose", 0.3), ("conv3d_transpose", 0.3), ("max_pool1d", 0.4),
+            ("max_pool3d", 0.4), ("avg_pool1d", 0.4), ("avg_pool3d", 0.4),
+            ("depth_to_space", 0.5), ("space_to_depth", 0.5), ("group_norm", 0.7),
+            ("instance_norm", 0.6), ("einsum", 0.8), ("det", 0.4),
         ])
         if name in ("batch_norm",) and not self.on("tuples"):
             return None
+        if name[-2:] in ("1d", "3d") or name[-12:-10] in ("1d", "3d"):
+            return self._nn_window_nd(scope, "nn." + name)
         return getattr(self, "_nn_" + name)(scope)
+
+    def _nn_window_nd(self, scope: _Scope, name: str) -> _Value | None:
+        """A 1-D or 3-D convolution, transposed convolution or pooling of an image
+        reshaped to (N, C, H * W) or (N, C, 1, H, W)."""
+        rank = 3 if "1d" in name else 5
+        x = self.pick_float(scope, lambda v: len(v.shape) == rank and 0 < v.size <= 512,
+                            max_bound=100.0)
+        if x is None:
+            x = self.image(scope)
+            if x is None or not self.on("layout"):
+                return None
+            n, c, h, w = x.shape
+            shape = (n, c, h * w) if rank == 3 else (n, c, 1, h, w)
+            call, ty = _call("reshape", [x], {"newshape": shape})
+            x = self.add(scope, x.like(call, ty))
+        c = x.shape[1]
+        spatial = x.shape[2:]
+        kernel = tuple(self.c.choice([1, 2, 3]) if s >= 3 else 1 for s in spatial)
+        strides = tuple(self.c.choice([1, 1, 2]) for _ in spatial)
+        # padding below the kernel size: every window reads some data
+        pads = [self.c.integer(0, k - 1) for k in kernel] * 2
+        if "pool" in name:
+            attrs: dict[str, Any] = {"pool_size": kernel, "strides": strides, "padding": pads,
+                                     "ceil_mode": self.c.chance(0.3)}
+            if "avg" in name:
+                attrs["count_include_pad"] = self.c.chance(0.5)
+            try:
+                call, ty = _call(name, [x], attrs)
+            except _Unfit:
+                call, ty = _call(name, [x], {})
+            if "max" in name:
+                return x.like(call, ty)
+            return _Value(call, ty, min(x.lo, 0.0), max(x.hi, 0.0), False)
+        transpose = "transpose" in name
+        o = self.c.choice([1, 2, 4])
+        fan_in = c * math.prod(kernel)
+        scale = math.sqrt(3.0 / fan_in)
+        weight = self.constant([c, o, *kernel] if transpose else [o, c, *kernel], -scale, scale)
+        if weight.bound > scale:  # a param: weights in [-1, 1]
+            scale = 1.0
+        attrs = {"strides": strides, "padding": pads}
+        if transpose:
+            attrs["output_padding"] = tuple(self.c.integer(0, s - 1) for s in strides)
+        try:
+            call, ty = _call(name, [x, weight], attrs)
+        except _Unfit:
+            return None
+        b = fan_in * scale * x.bound
+        return _Value(call, ty, -b, b, False)
 
     def _nn_conv2d(self, scope: _Scope, x: _Value | None = None, layout: str | None = None,
                    out_channels: int | None = None) -> _Value | None:

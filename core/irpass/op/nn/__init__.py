@@ -6,21 +6,35 @@ normalization (batch, layer, local response), dropout and padding.
 """
 
 from .activation import dropout, leaky_relu, log_softmax, relu, softmax
-from .conv import conv2d
-from .conv_transpose import conv2d_transpose
+from .conv import conv1d, conv2d, conv3d
+from .conv_transpose import conv1d_transpose, conv2d_transpose, conv3d_transpose
 from .dense import batch_matmul, bias_add, dense
 from .depth_space import depth_to_space, space_to_depth
 from .norm import batch_norm, layer_norm, lrn
 from .pad import pad
-from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
+from .pool import (
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    global_avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
 
 __all__ = [
+    "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_matmul",
     "batch_norm",
     "bias_add",
+    "conv1d",
+    "conv1d_transpose",
     "conv2d",
     "conv2d_transpose",
+    "conv3d",
+    "conv3d_transpose",
     "dense",
     "depth_to_space",
     "dropout",
@@ -29,7 +43,9 @@ __all__ = [
     "leaky_relu",
     "log_softmax",
     "lrn",
+    "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "pad",
     "relu",
     "softmax",

@@ -1,12 +1,15 @@
-"""2-D pooling: ``nn.max_pool2d``, ``nn.avg_pool2d`` and ``nn.global_avg_pool2d``.
+"""Pooling over 1, 2 or 3 spatial axes, one N-d implementation: ``nn.max_pool1d``,
+``nn.max_pool2d``, ``nn.max_pool3d``, ``nn.avg_pool1d``, ``nn.avg_pool2d``,
+``nn.avg_pool3d``, and ``nn.global_avg_pool2d``.
 
-Layouts ``NCHW`` and ``NHWC``; ``padding`` as in ``nn.conv2d`` (1, 2 or 4
-ints, stored as top, left, bottom, right). With ``ceil_mode`` the output
-size rounds up, but a last window starting in the trailing padding (past
-the input and its leading padding) is dropped, as in PyTorch and ONNX; the
-part of the last window that sticks out of the padded input is ignored.
-This differs from TVM, which drops no window: a 5x5 input with pool size 1
-and stride 3 in ceil mode pools to 2x2 here but to 3x3 in TVM (see
+Layouts ``NCW``/``NWC``, ``NCHW``/``NHWC`` and ``NCDHW``/``NDHWC``; ``padding``
+as in the convolutions (every leading pad then every trailing one: top,
+left, bottom, right in 2-D). With ``ceil_mode`` the output size rounds up,
+but a last window starting in the trailing padding (past the input and its
+leading padding) is dropped, as in PyTorch and ONNX; the part of the last
+window that sticks out of the padded input is ignored. This differs from
+TVM, which drops no window: a 5x5 input with pool size 1 and stride 3 in
+ceil mode pools to 2x2 here but to 3x3 in TVM (see
 :mod:`irpass.op.nn._window`).
 
 Average pooling divides by the number of window elements that lie in the
@@ -44,85 +47,107 @@ from .._common import (
     tensor_arg,
     to_layout,
 )
-from ._window import reduce_taps, window_out_size
+from ._window import (
+    AXIS_NAMES,
+    SPATIAL,
+    attr_padding,
+    attr_spatial,
+    data_layouts,
+    out_sizes,
+    reduce_taps,
+)
 
-__all__ = ["max_pool2d", "avg_pool2d", "global_avg_pool2d"]
+__all__ = [
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "global_avg_pool2d",
+]
 
 
 def _pool_data(arg_types: tuple[Type, ...], op: str, layout: str) -> TensorType:
     data = tensor_arg(arg_types[0], op, "data")
     check_dtype(data, NUMERIC_DTYPES, op, "data")
-    check_rank(data, 4, op, "data", layout)
+    check_rank(data, len(layout), op, "data", layout)
     return data
 
 
-def _out_hw(op: str, h: int, w: int, attrs: Attrs) -> tuple[int, int]:
-    (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
-    pt, pl, pb, pr = attrs["padding"]
-    ceil = attrs["ceil_mode"]
-    return (
-        window_out_size(op, "height", h, kh, sh, dh, pt, pb, ceil),
-        window_out_size(op, "width", w, kw, sw, dw, pl, pr, ceil),
-    )
+def _out(op: str, sizes: tuple[int, ...], attrs: Attrs) -> tuple[int, ...]:
+    return out_sizes(op, sizes, attrs["pool_size"], attrs["strides"], attrs["dilation"],
+                     attrs["padding"], attrs["ceil_mode"])
 
 
-def _pool_rel(op: str):
+def _pool_rel(op: str, ndim: int):
+    sp = SPATIAL[ndim]
+
     def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         layout = attrs["layout"]
         data = _pool_data(arg_types, op, layout)
         d = layout_dims(data.shape, layout)
-        oh, ow = _out_hw(op, d["H"], d["W"], attrs)
-        out = {"N": d["N"], "C": d["C"], "H": oh, "W": ow}
+        spatial = _out(op, tuple(d[a] for a in sp), attrs)
+        out = {"N": d["N"], "C": d["C"], **dict(zip(sp, spatial, strict=True))}
         return TensorType(tuple(out[c] for c in attrs["out_layout"] or layout), data.dtype)
 
     return rel
 
 
-def _padded(x: np.ndarray, attrs: Attrs, out_hw: tuple[int, int], fill: Any) -> np.ndarray:
-    """``x`` (NCHW) padded as the attributes say, plus whatever the ceil-mode
+def _padded(x: np.ndarray, attrs: Attrs, out: tuple[int, ...], fill: Any) -> np.ndarray:
+    """``x`` (N, C, spatial...) padded as the attributes say, plus whatever the ceil-mode
     windows need beyond that (filled with ``fill`` too)."""
-    (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
-    pt, pl, pb, pr = attrs["padding"]
-    h, w = x.shape[2:]
-    need_h = (out_hw[0] - 1) * sh + (kh - 1) * dh + 1
-    need_w = (out_hw[1] - 1) * sw + (kw - 1) * dw + 1
-    bottom = max(pb, need_h - h - pt)
-    right = max(pr, need_w - w - pl)
-    return np.pad(x, ((0, 0), (0, 0), (pt, bottom), (pl, right)), constant_values=fill)
+    ndim = x.ndim - 2
+    pad = attrs["padding"]
+    widths = [(0, 0), (0, 0)]
+    for i in range(ndim):
+        need = (out[i] - 1) * attrs["strides"][i] + (attrs["pool_size"][i] - 1) \
+            * attrs["dilation"][i] + 1
+        widths.append((pad[i], max(pad[ndim + i], need - x.shape[2 + i] - pad[i])))
+    return np.pad(x, widths, constant_values=fill)
 
 
-def _max_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-    data = args[0]
-    x = to_layout(data, attrs["layout"], "NCHW")
-    out_hw = _out_hw("nn.max_pool2d", x.shape[2], x.shape[3], attrs)
-    dtype = data.dtype
-    lowest = -np.inf if dtype.name in FLOAT_DTYPES else np.iinfo(dtype).min
-    xp = _padded(x, attrs, out_hw, lowest)
-    geometry = (attrs["pool_size"], attrs["strides"], attrs["dilation"], out_hw)
-    out = reduce_taps(xp, *geometry, np.maximum)
-    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), dtype.name)
+def _geometry(attrs: Attrs, out: tuple[int, ...]) -> tuple:
+    return attrs["pool_size"], attrs["strides"], attrs["dilation"], out
 
 
-def _avg_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-    data = args[0]
-    x = to_layout(data, attrs["layout"], "NCHW")
-    n, c, h, w = x.shape
-    out_hw = _out_hw("nn.avg_pool2d", h, w, attrs)
-    # padded before widening: np.pad would fill an object array with numpy
-    # ints, which overflow where Python ints would not
-    xp = _padded(x, attrs, out_hw, 0).astype(_sum_dtype(data.dtype.name), copy=False)
-    pt, pl, pb, pr = attrs["padding"]
-    # 1 where an element counts toward the divisor, 0 elsewhere
-    mask = np.zeros((1, 1) + xp.shape[2:], dtype=np.int64)
-    if attrs["count_include_pad"]:
-        mask[:, :, : pt + h + pb, : pl + w + pr] = 1
-    else:
-        mask[:, :, pt : pt + h, pl : pl + w] = 1
-    geometry = (attrs["pool_size"], attrs["strides"], attrs["dilation"], out_hw)
-    total = reduce_taps(xp, *geometry, np.add)
-    count = reduce_taps(mask, *geometry, np.add)
-    out = _average(total, count)
-    return result(to_layout(out, "NCHW", attrs["out_layout"] or attrs["layout"]), data.dtype)
+def _max_pool_kernel(op: str, ndim: int):
+    canonical = "NC" + SPATIAL[ndim]
+
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        data = args[0]
+        x = to_layout(data, attrs["layout"], canonical)
+        out = _out(op, x.shape[2:], attrs)
+        dtype = data.dtype
+        lowest = -np.inf if dtype.name in FLOAT_DTYPES else np.iinfo(dtype).min
+        y = reduce_taps(_padded(x, attrs, out, lowest), *_geometry(attrs, out), np.maximum)
+        return result(to_layout(y, canonical, attrs["out_layout"] or attrs["layout"]),
+                      dtype.name)
+
+    return kernel
+
+
+def _avg_pool_kernel(op: str, ndim: int):
+    canonical = "NC" + SPATIAL[ndim]
+
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        data = args[0]
+        x = to_layout(data, attrs["layout"], canonical)
+        sizes = x.shape[2:]
+        out = _out(op, sizes, attrs)
+        # padded before widening: np.pad would fill an object array with numpy
+        # ints, which overflow where Python ints would not
+        xp = _padded(x, attrs, out, 0).astype(_sum_dtype(data.dtype.name), copy=False)
+        pad = attrs["padding"]
+        # 1 where an element counts toward the divisor, 0 elsewhere
+        mask = np.zeros((1, 1) + xp.shape[2:], dtype=np.int64)
+        if attrs["count_include_pad"]:
+            inside = tuple(slice(0, pad[i] + sizes[i] + pad[ndim + i]) for i in range(ndim))
+        else:
+            inside = tuple(slice(pad[i], pad[i] + sizes[i]) for i in range(ndim))
+        mask[(slice(None), slice(None), *inside)] = 1
+        total = reduce_taps(xp, *_geometry(attrs, out), np.add)
+        count = reduce_taps(mask, *_geometry(attrs, out), np.add)
+        y = _average(total, count)
+        return result(to_layout(y, canonical, attrs["out_layout"] or attrs["layout"]),
+                      data.dtype)
+
+    return kernel
 
 
 def _sum_dtype(dtype: str) -> Any:
@@ -147,39 +172,67 @@ def _average(total: np.ndarray, count: np.ndarray | int) -> np.ndarray:
     return np.where(count > 0, quotient, 0)
 
 
-def _pool_attrs(extra: tuple[AttrField, ...] = ()) -> tuple[AttrField, ...]:
+def _pool_attrs(ndim: int, extra: tuple[AttrField, ...] = ()) -> tuple[AttrField, ...]:
+    sp = SPATIAL[ndim]
+    axes = ", ".join(AXIS_NAMES[a] for a in sp)
+    first, last = data_layouts(ndim)
+    if ndim == 2:  # the 2-D ops keep the converters their attributes always had
+        spatial: Any = attr_pair
+        padding: Any = attr_padding2d
+    else:
+        spatial, padding = (lambda m: attr_spatial(ndim, m)), attr_padding(ndim)
     return (
-        AttrField("pool_size", attr_pair(1), (1, 1), doc="(height, width) of the window."),
-        AttrField("strides", attr_pair(1), (1, 1), doc="(height, width) strides."),
-        AttrField("dilation", attr_pair(1), (1, 1), doc="(height, width) dilation."),
-        AttrField("padding", attr_padding2d, (0, 0, 0, 0), doc="(top, left, bottom, right)."),
-        AttrField("layout", attr_layout("NCHW", "NHWC"), "NCHW", doc="Data layout."),
-        AttrField("out_layout", attr_layout("", "NCHW", "NHWC"), "", doc='"": same as layout.'),
+        AttrField("pool_size", spatial(1), (1,) * ndim, doc=f"({axes}) of the window."),
+        AttrField("strides", spatial(1), (1,) * ndim, doc=f"({axes}) strides."),
+        AttrField("dilation", spatial(1), (1,) * ndim, doc=f"({axes}) dilation."),
+        AttrField("padding", padding, (0,) * (2 * ndim),
+                  doc="Leading pads then trailing pads, one per axis."),
+        AttrField("layout", attr_layout(first, last), first, doc="Data layout."),
+        AttrField("out_layout", attr_layout("", first, last), "", doc='"": same as layout.'),
         AttrField("ceil_mode", attr_bool, False, doc="Round the output size up."),
         *extra,
     )
 
 
-register(
-    "nn.max_pool2d",
-    num_inputs=1,
-    type_rel=_pool_rel("nn.max_pool2d"),
-    kernel=_max_pool_kernel,
-    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    attrs=_pool_attrs(),
-    doc="2-D max pooling (padding never wins the max).",
-)
-register(
-    "nn.avg_pool2d",
-    num_inputs=1,
-    type_rel=_pool_rel("nn.avg_pool2d"),
-    kernel=_avg_pool_kernel,
-    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    attrs=_pool_attrs(
-        (AttrField("count_include_pad", attr_bool, False, doc="Count padding in the divisor."),)
-    ),
-    doc="2-D average pooling.",
-)
+_COUNT_INCLUDE_PAD = AttrField("count_include_pad", attr_bool, False,
+                               doc="Count padding in the divisor.")
+
+for _ndim in (1, 2, 3):
+    _max, _avg = f"nn.max_pool{_ndim}d", f"nn.avg_pool{_ndim}d"
+    register(
+        _max,
+        num_inputs=1,
+        type_rel=_pool_rel(_max, _ndim),
+        kernel=_max_pool_kernel(_max, _ndim),
+        pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+        attrs=_pool_attrs(_ndim),
+        doc=f"{_ndim}-D max pooling (padding never wins the max).",
+    )
+    register(
+        _avg,
+        num_inputs=1,
+        type_rel=_pool_rel(_avg, _ndim),
+        kernel=_avg_pool_kernel(_avg, _ndim),
+        pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+        attrs=_pool_attrs(_ndim, (_COUNT_INCLUDE_PAD,)),
+        doc=f"{_ndim}-D average pooling.",
+    )
+
+
+def max_pool1d(
+    data: Any,
+    pool_size: Any = (1,),
+    strides: Any = (1,),
+    dilation: Any = (1,),
+    padding: Any = (0,),
+    layout: str = "NCW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+) -> Call:
+    """1-D max pooling of ``data`` (Relay's signature and attributes)."""
+    return make_call("nn.max_pool1d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode)
 
 
 def max_pool2d(
@@ -193,18 +246,42 @@ def max_pool2d(
     ceil_mode: bool = False,
 ) -> Call:
     """2-D max pooling of ``data`` (Relay's signature and attributes)."""
-    return make_call(
-        "nn.max_pool2d",
-        [data],
-        ["data"],
-        pool_size=pool_size,
-        strides=strides,
-        dilation=dilation,
-        padding=padding,
-        layout=layout,
-        out_layout=out_layout,
-        ceil_mode=ceil_mode,
-    )
+    return make_call("nn.max_pool2d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode)
+
+
+def max_pool3d(
+    data: Any,
+    pool_size: Any = (1, 1, 1),
+    strides: Any = (1, 1, 1),
+    dilation: Any = (1, 1, 1),
+    padding: Any = (0, 0, 0),
+    layout: str = "NCDHW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+) -> Call:
+    """3-D max pooling of ``data`` (Relay's signature and attributes)."""
+    return make_call("nn.max_pool3d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode)
+
+
+def avg_pool1d(
+    data: Any,
+    pool_size: Any = (1,),
+    strides: Any = (1,),
+    dilation: Any = (1,),
+    padding: Any = (0,),
+    layout: str = "NCW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> Call:
+    """1-D average pooling of ``data`` (Relay's signature and attributes)."""
+    return make_call("nn.avg_pool1d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode, count_include_pad=count_include_pad)
 
 
 def avg_pool2d(
@@ -219,19 +296,26 @@ def avg_pool2d(
     count_include_pad: bool = False,
 ) -> Call:
     """2-D average pooling of ``data`` (Relay's signature and attributes)."""
-    return make_call(
-        "nn.avg_pool2d",
-        [data],
-        ["data"],
-        pool_size=pool_size,
-        strides=strides,
-        dilation=dilation,
-        padding=padding,
-        layout=layout,
-        out_layout=out_layout,
-        ceil_mode=ceil_mode,
-        count_include_pad=count_include_pad,
-    )
+    return make_call("nn.avg_pool2d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+
+def avg_pool3d(
+    data: Any,
+    pool_size: Any = (1, 1, 1),
+    strides: Any = (1, 1, 1),
+    dilation: Any = (1, 1, 1),
+    padding: Any = (0, 0, 0),
+    layout: str = "NCDHW",
+    out_layout: str = "",
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+) -> Call:
+    """3-D average pooling of ``data`` (Relay's signature and attributes)."""
+    return make_call("nn.avg_pool3d", [data], ["data"], pool_size=pool_size, strides=strides,
+                     dilation=dilation, padding=padding, layout=layout, out_layout=out_layout,
+                     ceil_mode=ceil_mode, count_include_pad=count_include_pad)
 
 
 def _global_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:

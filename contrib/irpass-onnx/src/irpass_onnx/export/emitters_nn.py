@@ -11,12 +11,17 @@ from .builder import EmitContext, emitter
 __all__: list[str] = []
 
 
+def _canonical(layout: str) -> str:
+    """The channels-first form of a data layout (``NHWC`` -> ``NCHW``, ``NWC`` -> ``NCW``)."""
+    return "NC" + "".join(c for c in "DHW" if c in layout)
+
+
 def _to_nchw(ctx: EmitContext, name: str, layout: str) -> str:
-    return ctx.transpose(name, [layout.index(c) for c in "NCHW"])
+    return ctx.transpose(name, [layout.index(c) for c in _canonical(layout)])
 
 
 def _from_nchw(ctx: EmitContext, name: str, layout: str) -> str:
-    return ctx.transpose(name, ["NCHW".index(c) for c in layout])
+    return ctx.transpose(name, [_canonical(layout).index(c) for c in layout])
 
 
 def _weight(ctx: EmitContext, i: int, layout: str, target: str, override: object = None) -> str:
@@ -34,77 +39,107 @@ def _cast_inputs(ctx: EmitContext, names: list[str], out_dtype: str) -> list[str
     return [ctx.cast(n, out_dtype) for n in names]
 
 
-@emitter("nn.conv2d")
-def _conv2d(ctx: EmitContext) -> str:
+def _kernel_shape(ctx: EmitContext, layout: str) -> list[int]:
+    shape = ctx.type_of(1).shape
+    return [shape[layout.index(c)] for c in "DHW" if c in layout]
+
+
+@emitter("nn.conv1d", "nn.conv2d", "nn.conv3d")
+def _conv(ctx: EmitContext) -> str:
     a = ctx.attrs
     dl, kl = a["data_layout"], a["kernel_layout"]
     x = _to_nchw(ctx, ctx.input(0), dl)
-    w = _weight(ctx, 1, kl, "OIHW", ctx.node.extra.get("weight"))
+    w = _weight(ctx, 1, kl, "OI" + _canonical(dl)[2:], ctx.node.extra.get("weight"))
     ins = _cast_inputs(ctx, [x, w], a["out_dtype"])
     bias = ctx.node.extra.get("bias")
     if bias is not None:
         ins.append(ctx.constant(bias, hint="bias"))
-    kh, kw = (ctx.type_of(1).shape[kl.index("H")], ctx.type_of(1).shape[kl.index("W")])
-    y = ctx.emit("Conv", ins, kernel_shape=[kh, kw], strides=a["strides"], pads=a["padding"],
-                 dilations=a["dilation"], group=a["groups"])
+    y = ctx.emit("Conv", ins, kernel_shape=_kernel_shape(ctx, kl), strides=a["strides"],
+                 pads=a["padding"], dilations=a["dilation"], group=a["groups"])
     return _from_nchw(ctx, y, a["out_layout"] or dl)
 
 
-@emitter("nn.conv2d_transpose")
-def _conv2d_transpose(ctx: EmitContext) -> str:
+@emitter("nn.conv1d_transpose", "nn.conv2d_transpose", "nn.conv3d_transpose")
+def _conv_transpose(ctx: EmitContext) -> str:
     a = ctx.attrs
-    dl = a.get("data_layout", "NCHW")
-    kl = a.get("kernel_layout", "IOHW")
+    dl, kl = a["data_layout"], a["kernel_layout"]
     x = _to_nchw(ctx, ctx.input(0), dl)
-    w = _weight(ctx, 1, kl, "IOHW")
-    ins = _cast_inputs(ctx, [x, w], a.get("out_dtype", ""))
-    kh, kw = (ctx.type_of(1).shape[kl.index("H")], ctx.type_of(1).shape[kl.index("W")])
-    y = ctx.emit("ConvTranspose", ins, kernel_shape=[kh, kw], strides=a["strides"],
-                 pads=a["padding"], dilations=a["dilation"], group=a["groups"],
-                 output_padding=a["output_padding"])
-    return _from_nchw(ctx, y, a.get("out_layout", "") or dl)
+    w = _weight(ctx, 1, kl, "IO" + _canonical(dl)[2:])
+    ins = _cast_inputs(ctx, [x, w], a["out_dtype"])
+    attrs: dict = {"kernel_shape": _kernel_shape(ctx, kl), "strides": a["strides"],
+                   "dilations": a["dilation"], "group": a["groups"]}
+    if all(e < s for e, s in zip(a["output_padding"], a["strides"], strict=True)):
+        attrs.update(pads=a["padding"], output_padding=a["output_padding"])
+    else:
+        # onnxruntime wants output_padding < stride; output_shape says the same with
+        # the pads put back at the start (begin pads then derived as the end's rest)
+        ndim = len(a["strides"])
+        out = ctx.out_type.shape
+        layout = a["out_layout"] or dl
+        sizes = [out[layout.index(c)] for c in _canonical(dl)[2:]]
+        if any(a["padding"][ndim + i] for i in range(ndim)) or any(a["padding"][:ndim]):
+            raise ctx.fail(f"output_padding {a['output_padding']} >= strides {a['strides']} "
+                           "with padding has no ONNX ConvTranspose form")
+        attrs.update(output_shape=sizes)
+    y = ctx.emit("ConvTranspose", ins, **attrs)
+    return _from_nchw(ctx, y, a["out_layout"] or dl)
 
 
-def _ceil_pads(ctx: EmitContext, size_hw: tuple[int, int]) -> list[int]:
-    """Pads that give the ceil-mode output size without ceil_mode (opset 9 has none)."""
+def _pool_form(ctx: EmitContext, sizes: list[int], out: list[int]) -> tuple[list[int], bool]:
+    """Pads and ceil_mode of an ONNX pooling node with the output sizes ``out``.
+
+    A ceil-mode output equal to the floor-mode one needs no ceil_mode (ONNX's shape
+    inference would not drop a last window that starts in the padding); where it
+    differs along some axes and not others, or before opset 10, trailing pads extend
+    the input far enough instead."""
     a = ctx.attrs
-    (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
-    pt, pl, pb, pr = a["padding"]
-    out = ctx.out_type.shape
-    oh, ow = out[2:] if (a["out_layout"] or a["layout"]) == "NCHW" else out[1:3]
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    return [pt, pl, max(pb, need_h - size_hw[0] - pt), max(pr, need_w - size_hw[1] - pl)]
+    pads = list(a["padding"])
+    if not a["ceil_mode"]:
+        return pads, False
+    n = len(sizes)
+    geometry = list(zip(a["pool_size"], a["strides"], a["dilation"], strict=True))
+    floor = [(sizes[i] + pads[i] + pads[n + i] - (k - 1) * d - 1) // s + 1
+             for i, (k, s, d) in enumerate(geometry)]
+    if floor == out:
+        return pads, False
+    ceil = [-(-(sizes[i] + pads[i] + pads[n + i] - (k - 1) * d - 1) // s) + 1
+            for i, (k, s, d) in enumerate(geometry)]
+    if ceil == out and ctx.opset >= 10:
+        return pads, True
+    if a.get("count_include_pad"):
+        raise ctx.fail("average pooling with ceil_mode and count_include_pad needs opset >= 10 "
+                       "and a last window that does not start in the padding")
+    for i, (k, s, d) in enumerate(geometry):
+        pads[n + i] = max(pads[n + i], (out[i] - 1) * s + (k - 1) * d + 1 - sizes[i] - pads[i])
+    return pads, False
 
 
-@emitter("nn.max_pool2d", "nn.avg_pool2d")
+@emitter("nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d",
+         "nn.avg_pool1d", "nn.avg_pool2d", "nn.avg_pool3d")
 def _pool(ctx: EmitContext) -> str:
     a = ctx.attrs
     layout = a["layout"]
+    spatial = _canonical(layout)[2:]
     x = _to_nchw(ctx, ctx.input(0), layout)
-    is_max = ctx.node.op == "nn.max_pool2d"
-    attrs: dict = {"kernel_shape": a["pool_size"], "strides": a["strides"],
-                   "pads": list(a["padding"])}
-    if a["dilation"] != (1, 1):
+    is_max = ctx.node.op.startswith("nn.max_pool")
+    in_shape, out_shape = ctx.type_of(0).shape, ctx.out_type.shape
+    out_layout = a["out_layout"] or layout
+    sizes = [in_shape[layout.index(c)] for c in spatial]
+    out = [out_shape[out_layout.index(c)] for c in spatial]
+    pads, ceil = _pool_form(ctx, sizes, out)
+    attrs: dict = {"kernel_shape": a["pool_size"], "strides": a["strides"], "pads": pads}
+    if any(d != 1 for d in a["dilation"]):
         if ctx.opset < (10 if is_max else 19):
             raise ctx.fail(f"pooling with dilation {a['dilation']} needs opset "
                            f">= {10 if is_max else 19}")
         attrs["dilations"] = a["dilation"]
-    if a["ceil_mode"]:
-        if ctx.opset >= 10:
-            attrs["ceil_mode"] = 1
-        elif is_max or not a["count_include_pad"]:
-            shape = ctx.type_of(0).shape
-            hw = shape[2:] if layout == "NCHW" else shape[1:3]
-            attrs["pads"] = _ceil_pads(ctx, tuple(hw))
-        else:
-            raise ctx.fail("average pooling with ceil_mode and count_include_pad needs "
-                           "opset >= 10")
+    if ceil:
+        attrs["ceil_mode"] = 1
     if is_max:
         y = ctx.emit("MaxPool", [x], **attrs)
     else:
         y = ctx.emit("AveragePool", [x], count_include_pad=int(a["count_include_pad"]), **attrs)
-    return _from_nchw(ctx, y, a["out_layout"] or layout)
+    return _from_nchw(ctx, y, out_layout)
 
 
 @emitter("nn.global_avg_pool2d")

@@ -1,8 +1,8 @@
 """Converters of the neural-network ONNX ops: convolution, pooling, dense products,
 normalization, dropout and activations.
 
-Shapes are static, so spatial padding (``auto_pad``) and the 1-D forms of convolution and
-pooling are resolved here: a 1-D op runs as its 2-D form on an expanded height axis.
+Shapes are static, so spatial padding (``auto_pad``) is resolved here; 1-D, 2-D and 3-D
+convolution and pooling map to the core ops of that rank.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem
+from irpass.op.nn._window import out_sizes
 
 from .context import NodeContext
 from .registry import converter
@@ -86,33 +87,12 @@ def _spatial_pads(
 
 
 def _spatial_rank(ctx: NodeContext, rank: int, what: str) -> int:
-    """The number of spatial axes of a rank-``rank`` NC... input; 1 or 2, else an error."""
+    """The number of spatial axes of a rank-``rank`` NC... input; 1, 2 or 3, else an error."""
     n = rank - 2
-    if n not in (1, 2):
-        ctx.fail(f"{n}-D {what} (input of rank {rank}) is not supported; irpass has 2-D "
-                 f"{what} (1-D runs as 2-D)")
+    if n not in (1, 2, 3):
+        ctx.fail(f"{what} of an input of rank {rank} ({n} spatial axes) is not supported; "
+                 f"irpass has 1-D, 2-D and 3-D {what}")
     return n
-
-
-def _to_2d(x: Expr, n: int) -> Expr:
-    """An N, C, L tensor as N, C, 1, L (a 1-D op runs as 2-D); 2-D stays."""
-    return call("expand_dims", x, axis=2, num_newaxis=1) if n == 1 else x
-
-
-def _from_2d(y: Expr, n: int) -> Expr:
-    return call("squeeze", y, axis=[2]) if n == 1 else y
-
-
-def _pair(values: Sequence[int], n: int, fill: int) -> tuple[int, int]:
-    """Per-axis values of a 1-D or 2-D op as (height, width)."""
-    return (fill, values[0]) if n == 1 else (values[0], values[1])
-
-
-def _pad4(pads: Sequence[int], n: int) -> tuple[int, int, int, int]:
-    """ONNX pads as irpass (top, left, bottom, right)."""
-    if n == 1:
-        return (0, pads[0], 0, pads[1])
-    return (pads[0], pads[1], pads[2], pads[3])
 
 
 # -- convolution -------------------------------------------------------------------------------
@@ -134,26 +114,27 @@ def _conv_geometry(
     return xt, wt, n, kernel, _ints(ctx, "strides", n, 1), _ints(ctx, "dilations", n, 1)
 
 
+def _add_bias(ctx: NodeContext, y: Expr) -> Expr:
+    b = ctx.input(2, optional=True)
+    return y if b is None else call("nn.bias_add", y, b, axis=1)
+
+
 @converter("Conv", since=1)
 def _conv(ctx: NodeContext) -> Expr:
     xt, wt, n, kernel, strides, dilations = _conv_geometry(ctx, "convolution")
-    groups = ctx.attr("group", 1)
     pads = _spatial_pads(ctx, xt.shape[2:], kernel, strides, dilations)
     y = call(
-        "nn.conv2d",
-        _to_2d(ctx.input(0), n),
-        _to_2d(ctx.input(1), n),
-        strides=_pair(strides, n, 1),
-        padding=_pad4(pads, n),
-        dilation=_pair(dilations, n, 1),
-        groups=groups,
+        f"nn.conv{n}d",
+        ctx.input(0),
+        ctx.input(1),
+        strides=tuple(strides),
+        padding=tuple(pads),
+        dilation=tuple(dilations),
+        groups=ctx.attr("group", 1),
         channels=wt.shape[0],
-        kernel_size=_pair(kernel, n, 1),
+        kernel_size=tuple(kernel),
     )
-    b = ctx.input(2, optional=True)
-    if b is not None:
-        y = call("nn.bias_add", y, b, axis=1)
-    return _from_2d(y, n)
+    return _add_bias(ctx, y)
 
 
 @converter("ConvTranspose", since=1)
@@ -175,38 +156,36 @@ def _conv_transpose(ctx: NodeContext) -> Expr:
         begins, ends = [], []
         for f, t in zip(full, target, strict=True):
             total = f - t
-            if total < 0:
-                ctx.fail(f"output_shape {target} is larger than the full output {full}; "
-                         "not supported")
             # The odd pad goes to the end for SAME_UPPER, to the begin otherwise (as
-            # onnxruntime does).
-            if auto_pad != "SAME_UPPER":
-                begins.append(total - total // 2)
-                ends.append(total // 2)
-            else:
-                begins.append(total // 2)
-                ends.append(total - total // 2)
-        pads = begins + ends
+            # ONNX's reference and onnxruntime do).
+            small, big = total // 2, total - total // 2
+            begins.append(small if auto_pad == "SAME_UPPER" else big)
+            ends.append(big if auto_pad == "SAME_UPPER" else small)
+        if any(b < 0 for b in begins):
+            ctx.fail(f"output_shape {target} needs the full output {full} extended at the "
+                     "start; not supported")
+        # a negative trailing pad extends the output with zeros: more output_padding
+        out_pad = [p - min(e, 0) for p, e in zip(out_pad, ends, strict=True)]
+        pads = begins + [max(e, 0) for e in ends]
     elif auto_pad in ("NOTSET", "VALID"):
         pads = _ints(ctx, "pads", 2 * n, 0) if auto_pad == "NOTSET" else [0] * (2 * n)
     else:
         ctx.fail(f"auto_pad {auto_pad!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    if any(p < 0 for p in pads):
+        ctx.fail(f"negative pads {pads} are not supported")
     y = call(
-        "nn.conv2d_transpose",
-        _to_2d(ctx.input(0), n),
-        _to_2d(ctx.input(1), n),
-        strides=_pair(strides, n, 1),
-        padding=_pad4(pads, n),
-        output_padding=_pair(out_pad, n, 0),
-        dilation=_pair(dilations, n, 1),
+        f"nn.conv{n}d_transpose",
+        ctx.input(0),
+        ctx.input(1),
+        strides=tuple(strides),
+        padding=tuple(pads),
+        output_padding=tuple(out_pad),
+        dilation=tuple(dilations),
         groups=groups,
         channels=wt.shape[1] * groups,
-        kernel_size=_pair(kernel, n, 1),
+        kernel_size=tuple(kernel),
     )
-    b = ctx.input(2, optional=True)
-    if b is not None:
-        y = call("nn.bias_add", y, b, axis=1)
-    return _from_2d(y, n)
+    return _add_bias(ctx, y)
 
 
 # -- dense products ----------------------------------------------------------------------------
@@ -383,43 +362,99 @@ def _dropout(ctx: NodeContext) -> Expr:
 # -- pooling -----------------------------------------------------------------------------------
 
 
-def _pool(ctx: NodeContext, op: str) -> Expr:
-    xt = _float_type(ctx, 0)
-    n = _spatial_rank(ctx, len(xt.shape), "pooling")
+def _pool_geometry(ctx: NodeContext, what: str) -> tuple[TensorType, int, dict[str, Any]]:
+    """Input type, spatial rank and the core pooling attributes of a pooling node."""
+    xt = ctx.type_of(0)
+    n = _spatial_rank(ctx, len(xt.shape), what)
     kernel = ctx.attr("kernel_shape")
     if len(kernel) != n:
-        ctx.fail(f"kernel_shape {kernel} does not match a {n}-D pooling of {xt}")
+        ctx.fail(f"kernel_shape {kernel} does not match a {n}-D {what} of {xt}")
     strides = _ints(ctx, "strides", n, 1)
     dilations = _ints(ctx, "dilations", n, 1)
-    ceil_mode = bool(ctx.attr("ceil_mode", 0))
     pads = _spatial_pads(ctx, xt.shape[2:], kernel, strides, dilations)
     attrs: dict[str, Any] = dict(
-        pool_size=_pair(kernel, n, 1),
-        strides=_pair(strides, n, 1),
-        dilation=_pair(dilations, n, 1),
-        padding=_pad4(pads, n),
-        ceil_mode=ceil_mode,
+        pool_size=tuple(kernel),
+        strides=tuple(strides),
+        dilation=tuple(dilations),
+        padding=tuple(pads),
+        ceil_mode=bool(ctx.attr("ceil_mode", 0)),
     )
-    if op == "nn.avg_pool2d":
-        attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
-    elif ctx.attr("storage_order", 0):
-        # Only the Indices output depends on it.
-        if ctx.output_used(1):
-            ctx.fail("storage_order=1 with the Indices output is not supported")
-    if ctx.output_used(1):
-        ctx.fail(f"the Indices output {ctx.node.output[1]!r} is used; irpass's max_pool2d "
-                 "has none")
-    return _from_2d(call(op, _to_2d(ctx.input(0), n), **attrs), n)
+    return xt, n, attrs
 
 
 @converter("MaxPool", since=1)
 def _max_pool(ctx: NodeContext) -> Expr:
-    return _pool(ctx, "nn.max_pool2d")
+    xt, n, attrs = _pool_geometry(ctx, "pooling")
+    if xt.dtype not in ("float16", "float32", "float64", "int8", "uint8"):
+        ctx.fail(f"input 0 has dtype {xt.dtype}; MaxPool takes float and 8-bit int tensors")
+    if ctx.output_used(1):
+        ctx.fail(f"the Indices output {ctx.node.output[1]!r} is used; irpass's max pooling "
+                 "has none")
+    return call(f"nn.max_pool{n}d", ctx.input(0), **attrs)
 
 
 @converter("AveragePool", since=1)
 def _avg_pool(ctx: NodeContext) -> Expr:
-    return _pool(ctx, "nn.avg_pool2d")
+    _float_type(ctx, 0)
+    _, n, attrs = _pool_geometry(ctx, "pooling")
+    attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
+    return call(f"nn.avg_pool{n}d", ctx.input(0), **attrs)
+
+
+@converter("LpPool", since=1)
+def _lp_pool(ctx: NodeContext) -> Expr:
+    # (sum over the window of |x|^p)^(1/p): the window sums are a depthwise convolution
+    # with a kernel of ones (zero padding adds nothing); ceil mode's extra windows get
+    # trailing zero padding of their own.
+    xt = _float_type(ctx, 0)
+    _, n, attrs = _pool_geometry(ctx, "Lp pooling")
+    p = float(ctx.attr("p", 2))
+    if p <= 0:
+        ctx.fail(f"p must be > 0, got {p}")
+    sizes = xt.shape[2:]
+    pads = list(attrs["padding"])
+    if attrs["ceil_mode"]:
+        out = out_sizes("LpPool", sizes, attrs["pool_size"], attrs["strides"],
+                        attrs["dilation"], pads, True)
+        for i in range(n):
+            need = (out[i] - 1) * attrs["strides"][i] \
+                + (attrs["pool_size"][i] - 1) * attrs["dilation"][i] + 1
+            pads[n + i] = max(pads[n + i], need - sizes[i] - pads[i])
+    channels = xt.shape[1]
+    ones = Constant(np.ones((channels, 1, *attrs["pool_size"]), dtype=xt.dtype))
+    powered = _lp_power(call("abs", ctx.input(0)), p, xt.dtype)
+    total = call(f"nn.conv{n}d", powered, ones, strides=attrs["strides"],
+                 padding=tuple(pads), dilation=attrs["dilation"], groups=channels)
+    return _lp_root(total, p, xt.dtype)
+
+
+def _lp_power(x: Expr, p: float, dtype: str) -> Expr:
+    if p == 1:
+        return x
+    if p == 2:
+        return call("multiply", x, x)
+    return call("power", x, scalar(p, dtype))
+
+
+def _lp_root(x: Expr, p: float, dtype: str) -> Expr:
+    if p == 1:
+        return x
+    if p == 2:
+        return call("sqrt", x)
+    return call("power", x, scalar(1.0 / p, dtype))
+
+
+@converter("GlobalLpPool", since=1)
+def _global_lp_pool(ctx: NodeContext) -> Expr:
+    xt = _float_type(ctx, 0)
+    if len(xt.shape) < 3:
+        ctx.fail(f"input {xt} must have rank >= 3 (N, C, spatial...)")
+    p = float(ctx.attr("p", 2))
+    if p <= 0:
+        ctx.fail(f"p must be > 0, got {p}")
+    powered = _lp_power(call("abs", ctx.input(0)), p, xt.dtype)
+    total = call("sum", powered, axis=list(range(2, len(xt.shape))), keepdims=True)
+    return _lp_root(total, p, xt.dtype)
 
 
 @converter("GlobalAveragePool", since=1)
