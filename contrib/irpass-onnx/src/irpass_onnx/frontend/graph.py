@@ -165,6 +165,9 @@ class GraphImporter:
         self._root: GraphImporter = self
         #: Optional values that are absent (markers; see :mod:`.control`), by identity.
         self.absent: set[Expr] = set()
+        #: Graph inputs of an optional type: imported as present, though whether they are is
+        #: known only at run time (OptionalHasElement refuses them).
+        self.optional_inputs: set[Expr] = set()
 
     # -- errors ---------------------------------------------------------------------------
     def fail(self, msg: str) -> OnnxImportError:
@@ -182,14 +185,12 @@ class GraphImporter:
         declared = self._value_info()
         for index, node in enumerate(graph.node):
             self._convert(index, node, declared)
-        body, kinds = self._outputs(declared)
+        body = self._outputs(declared)
         attrs = {
             "onnx.opset": self.opset,
             "onnx.output_names": [o.name for o in graph.output],
             "onnx.graph_name": graph.name,
         }
-        if any(k != "tensor" for k in kinds):
-            attrs["onnx.output_kinds"] = kinds
         return IRModule({"main": Function(input_params + weight_params, body, attrs=attrs)})
 
     def _check_supported(self) -> None:
@@ -254,6 +255,8 @@ class GraphImporter:
                                 "import, not sequences passed in")
             ty = self._static_type(tp, where, fix_dims=True)
             v = Var(inp.name, ty)
+            if inp.type.HasField("optional_type"):
+                self.optional_inputs.add(v)
             params.append(v)
             self._bind(inp.name, v)
         return params
@@ -333,9 +336,11 @@ class GraphImporter:
             if ctx.output_used(j):
                 ctx.fail(f"output {j} {names[j]!r} is not supported by irpass "
                          f"(only the first {len(outputs)} output(s) can be used)")
-        foldable = all(
-            isinstance(self.env[n], Constant) for n in ctx.node.input if n
-        ) and any(ctx.node.input)
+        # a subgraph's reads of the enclosing graphs are inputs of the node too
+        reads = [n for n in node.input if n]
+        for _name, sub in subgraphs(node):
+            reads.extend(implicit_inputs(sub))
+        foldable = bool(reads) and all(isinstance(self.env.get(n), Constant) for n in reads)
         for j, expr in enumerate(outputs):
             if not names[j]:
                 continue
@@ -364,55 +369,38 @@ class GraphImporter:
         self.types[const] = ty
         return const
 
-    def _outputs(self, declared: dict[str, TensorType]) -> tuple[Expr, list[str]]:
-        """The body of ``@main`` (the graph outputs) and each output's kind: ``"tensor"``,
-        or ``"sequence:<dtype>"`` for a sequence (an IR tuple of tensors)."""
+    def _outputs(self, declared: dict[str, TensorType]) -> Expr:
+        """The body of ``@main``: the graph outputs, each checked against its declared type."""
         fields: list[Expr] = []
-        kinds: list[str] = []
         for i, out in enumerate(self.graph.output):
             where = f"graph output {i} {out.name!r}"
             expr = self.env.get(out.name)
             if expr is None:
                 raise self.fail(f"{where} is not produced by any node, input or initializer")
+            self._check_output(expr, out.type, where)
             fields.append(expr)
-            kinds.append(self._output_kind(expr, out.type, where))
         if not fields:
             raise self.fail("the graph has no outputs")
-        return (fields[0] if len(fields) == 1 else Tuple(fields)), kinds
+        return fields[0] if len(fields) == 1 else Tuple(fields)
 
-    def _output_kind(self, expr: Expr, tp: TypeProto, where: str) -> str:
+    def _check_output(self, expr: Expr, tp: TypeProto, where: str) -> None:
         if expr in self.absent:
-            raise self.fail(f"{where} is an optional without a value; irpass returns tensors "
-                            "and sequences")
+            raise self.fail(f"{where} is an optional without a value; irpass's results are "
+                            "tensors")
         ty = self.types[expr]
         if tp.HasField("optional_type"):
             tp = tp.optional_type.elem_type
-        if isinstance(ty, TupleType):
-            elem = tp.sequence_type.elem_type if _is_sequence(tp) else None
-            dtypes = {f.dtype for f in ty.fields if isinstance(f, TensorType)}
-            if elem is None or len(dtypes) > 1 or len(dtypes) != min(len(ty.fields), 1):
-                raise self.fail(f"{where} is {ty}, but the model declares "
-                                f"{_type_text(tp)}")
-            if elem.HasField("tensor_type") and elem.tensor_type.elem_type:
-                dtype = self._dtype(elem.tensor_type.elem_type, where)
-                if dtypes and dtypes != {dtype}:
-                    raise self.fail(f"{where} is a sequence of {dtypes.pop()} tensors but the "
-                                    f"model declares {_type_text(tp)}")
-            elif dtypes:
-                dtype = next(iter(dtypes))
-            else:
-                raise self.fail(f"{where} is an empty sequence whose element type the model "
-                                "does not declare")
-            return f"sequence:{dtype}"
+        if isinstance(ty, TupleType) or _is_sequence(tp):
+            # a result tuple would read as several outputs (evaluate, the exporter)
+            raise self.fail(f"{where} is a sequence ({_type_text(tp)}); irpass's results are "
+                            "tensors (sequences can be used inside the graph: SequenceAt, "
+                            "ConcatFromSequence, ...)")
         try:
             want = self._static_type(tp, where, fix_dims=False)
         except OnnxImportError:
             want = None  # an undefined or foreign element type declares nothing
         if want is not None and want != ty:
             raise self.fail(f"{where} is {ty} but the model declares {want}")
-        if _is_sequence(tp):
-            raise self.fail(f"{where} is {ty}, but the model declares {_type_text(tp)}")
-        return "tensor"
 
     # -- nodes with run-time shape operands (frontend/dynamic.py) ------------------------------
     def inferred_type(self, name: str) -> TensorType | None:
@@ -500,6 +488,7 @@ class GraphImporter:
         child._inferred = None
         child._root = self._root
         child.absent = self.absent
+        child.optional_inputs = self.optional_inputs
         return child
 
     @classmethod
