@@ -21,7 +21,7 @@ summation order, and it scales with the output's magnitude, not with each elemen
 A model that does not pass every stage is listed in :data:`EXPECTED` with the first stage it
 fails at, the outcome and why. The test fails when a model's result differs from its entry in
 either direction (one that newly passes must be taken out of the table), like the conformance
-expectations. Run this file as a script to print the table of today's results.
+expectations. Run this file as a script to print today's results (:func:`main`).
 """
 
 from __future__ import annotations
@@ -209,22 +209,33 @@ def test_model_gives_the_recorded_result(entry):
 
 
 def main(argv: list[str]) -> int:
-    """Print each model's outcome (an EXPECTED line for those that fail) and the time."""
+    """Print each model's result as a Markdown table (a column per stage), then the
+    :data:`EXPECTED` entries of the models that do not pass; ``argv``: regexes of file
+    names."""
     import re
     import time
 
-    pattern = re.compile(argv[0]) if argv else None
+    patterns = [re.compile(p) for p in argv]
+    print("| model | nodes | " + " | ".join(STAGES) + " | s |")
+    print("| --- | ---: |" + " --- |" * len(STAGES) + " ---: |")
+    failed = []
+    start_all = time.perf_counter()
     for entry in ENTRIES:
-        if pattern is not None and not pattern.search(entry["file"]):
+        if patterns and not any(p.search(entry["file"]) for p in patterns):
             continue
         start = time.perf_counter()
         got = run_model(entry)
         took = time.perf_counter() - start
-        if got.passed:
-            print(f"# {got.file}: passes ({took:.2f} s)", flush=True)
-        else:
-            print(f'    "{got.file}": ("{got.stage}", "{got.outcome}", {got.reason!r}),'
-                  f"  # {took:.2f} s", flush=True)
+        at = STAGES.index(got.stage) if got.stage else len(STAGES)
+        cells = ["ok"] * at + ([got.outcome] if got.stage else [])
+        cells += ["-"] * (len(STAGES) - len(cells))
+        print(f"| {entry['file'].removesuffix('.onnx')} | {entry['nodes']} | "
+              + " | ".join(cells) + f" | {took:.2f} |", flush=True)
+        if not got.passed:
+            failed.append(got)
+    print(f"\n{len(failed)} not passing, {time.perf_counter() - start_all:.1f} s in all")
+    for got in failed:
+        print(f'    "{got.file}": ("{got.stage}", "{got.outcome}", {got.reason!r}),')
     return 0
 
 

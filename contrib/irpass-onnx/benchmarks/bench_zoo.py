@@ -1,0 +1,265 @@
+"""irpass next to onnxsim, onnxslim and onnxruntime's offline optimizer on the model zoo.
+
+For every model of ``contrib/irpass-onnx/models/models.json`` (see ``make_models.py`` there)
+each tool goes end to end, file to file, as a user runs it:
+
+- ``irpass``: ``load_onnx`` (weights as constants), the default pipeline at -O3 (as ``irpass
+  optimize -O3`` runs it), ``save_onnx``; the three parts are also timed on their own;
+- ``onnxsim``: ``onnx.load``, ``onnxsim.simplify`` (its defaults), ``onnx.save``;
+- ``onnxslim``: ``onnx.load``, ``onnxslim.slim`` (its defaults), ``onnx.save``;
+- ``ort``: an onnxruntime session at ``ORT_ENABLE_EXTENDED`` writing its optimized model
+  (``optimized_model_filepath``); its node count is shown, its time only for reference (it
+  also builds the session).
+
+Each tool runs in a fresh process of its own, one after the other (never two at once). The
+process imports the tool and runs it once on a warm-up model, untimed, then runs every model
+``--repeat`` times in rounds (model 1, model 2, ..., then again), each run on a fresh load of
+the file, and the time shown is the median. Node counts are of the main graph of the file each
+tool writes. A tool that fails on a model shows ``fail`` and the reason is printed below the
+table.
+
+    /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py          # all
+    /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py bert vit --repeat 1
+
+It needs the pack's ``[bench]`` extra (onnxsim, onnxslim) and onnxruntime. The output is the
+Markdown table pasted into ``benchmarks/README.md``, the tools' versions first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+TOOLS = ("irpass", "onnxsim", "onnxslim", "ort")
+WARMUP = "tv_squeezenet.torchscript17.onnx"
+DISTRIBUTIONS = ("irpass", "irpass-onnx", "onnx", "onnxsim", "onnxslim", "onnxruntime", "numpy")
+
+
+# -- the tools, each file to file; each returns {part: seconds} -----------------------------
+
+
+def _run_irpass(src: str, dst: str) -> dict[str, float]:
+    from irpass.transform import PassContext, default_pipeline
+    from irpass_onnx import load_onnx, save_onnx
+
+    t0 = time.perf_counter()
+    mod = load_onnx(src, weights="constants")
+    t1 = time.perf_counter()
+    with PassContext(opt_level=3):
+        mod = default_pipeline(3)(mod)
+    t2 = time.perf_counter()
+    save_onnx(mod, dst)
+    t3 = time.perf_counter()
+    return {"total": t3 - t0, "import": t1 - t0, "o3": t2 - t1, "export": t3 - t2}
+
+
+def _run_onnxsim(src: str, dst: str) -> dict[str, float]:
+    import onnx
+    import onnxsim
+
+    t0 = time.perf_counter()
+    model, ok = onnxsim.simplify(onnx.load(src))
+    if not ok:
+        raise RuntimeError("onnxsim's check of the simplified model failed")
+    onnx.save(model, dst)
+    return {"total": time.perf_counter() - t0}
+
+
+def _run_onnxslim(src: str, dst: str) -> dict[str, float]:
+    import onnx
+    import onnxslim
+
+    t0 = time.perf_counter()
+    model = onnxslim.slim(onnx.load(src))
+    onnx.save(model, dst)
+    return {"total": time.perf_counter() - t0}
+
+
+def _run_ort(src: str, dst: str) -> dict[str, float]:
+    import onnxruntime as ort
+
+    t0 = time.perf_counter()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = dst
+    options.log_severity_level = 3
+    ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
+    return {"total": time.perf_counter() - t0}
+
+
+RUNNERS: dict[str, Callable[[str, str], dict[str, float]]] = {
+    "irpass": _run_irpass, "onnxsim": _run_onnxsim, "onnxslim": _run_onnxslim, "ort": _run_ort,
+}
+
+
+def _node_count(path: str) -> int:
+    import onnx
+
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split()).replace(str(MODELS_DIR) + os.sep, "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def worker(tool: str, files: Sequence[str], repeat: int) -> int:
+    """Run ``tool`` on ``files`` (``repeat`` rounds after one warm-up run); print one JSON
+    line per model: its median times and output node count, or the error."""
+    run = RUNNERS[tool]
+    results: dict[str, dict[str, Any]] = {f: {"times": []} for f in files}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.onnx")
+        try:
+            run(str(MODELS_DIR / WARMUP), out)
+        except Exception:  # noqa: BLE001 - a tool that fails on the warm-up is still measured
+            pass
+        for _ in range(repeat):
+            for file in files:
+                result = results[file]
+                if "error" in result:
+                    continue
+                try:
+                    result["times"].append(run(str(MODELS_DIR / file), out))
+                    result["nodes"] = _node_count(out)
+                except Exception as exc:  # noqa: BLE001 - recorded for the table
+                    result["error"] = _one_line(f"{type(exc).__name__}: {exc}")
+                finally:
+                    for leftover in Path(tmp).iterdir():
+                        leftover.unlink()
+    for file in files:
+        result = results[file]
+        times = result.pop("times")
+        if times and "error" not in result:
+            result["seconds"] = {k: statistics.median(t[k] for t in times) for k in times[0]}
+        print(json.dumps({"file": file, **result}), flush=True)
+    return 0
+
+
+def _measure(tool: str, files: Sequence[str], repeat: int) -> dict[str, dict[str, Any]]:
+    """Run the worker of ``tool`` in a fresh process; its results by file."""
+    cmd = [sys.executable, __file__, "--worker", tool, "--repeat", str(repeat), *files]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    results = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            item = json.loads(line)
+            results[item.pop("file")] = item
+    for file in files:
+        results.setdefault(file, {"error": f"the {tool} worker died: "
+                                           f"{_one_line(done.stderr[-400:])}"})
+    return results
+
+
+def versions() -> list[str]:
+    """``name version`` of Python and every tool."""
+    out = [f"python {platform.python_version()} ({platform.machine()}, {os.cpu_count()} cpus)"]
+    for dist in DISTRIBUTIONS:
+        try:
+            out.append(f"{dist} {md.version(dist)}")
+        except md.PackageNotFoundError:
+            out.append(f"{dist} not installed")
+    return out
+
+
+def _secs(result: dict[str, Any], part: str = "total") -> str:
+    return "fail" if "seconds" not in result else f"{result['seconds'][part]:.3f}"
+
+
+def _nodes(result: dict[str, Any]) -> str:
+    return "fail" if "error" in result else str(result.get("nodes", "-"))
+
+
+def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[str, Any]]],
+           ) -> list[str]:
+    """The Markdown table, a totals line and the failures."""
+    lines = [
+        "| model | nodes | irpass | onnxsim | onnxslim | ORT extended | irpass s (import + -O3 "
+        "+ export) | onnxsim s | onnxslim s | onnxsim / irpass |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    failures: list[str] = []
+    totals = {"irpass": 0.0, "onnxsim": 0.0}
+    faster = fewer = both_ok = 0
+    for entry in entries:
+        file = entry["file"]
+        r = {tool: results[tool][file] for tool in TOOLS}
+        ir = r["irpass"]
+        parts = ("fail" if "seconds" not in ir else
+                 f"{_secs(ir)} ({_secs(ir, 'import')} + {_secs(ir, 'o3')} + "
+                 f"{_secs(ir, 'export')})")
+        ratio = "-"
+        if "seconds" in ir and "seconds" in r["onnxsim"]:
+            a, b = ir["seconds"]["total"], r["onnxsim"]["seconds"]["total"]
+            ratio = f"{b / a:.1f}x"
+            totals["irpass"] += a
+            totals["onnxsim"] += b
+            both_ok += 1
+            faster += b >= 3 * a
+            others = [r[t]["nodes"] for t in ("onnxsim", "onnxslim") if "nodes" in r[t]]
+            fewer += all(ir["nodes"] < n for n in others)
+        lines.append(f"| {file.removesuffix('.onnx')} | {entry['nodes']} | {_nodes(ir)} "
+                     f"| {_nodes(r['onnxsim'])} | {_nodes(r['onnxslim'])} | {_nodes(r['ort'])} "
+                     f"| {parts} | {_secs(r['onnxsim'])} | {_secs(r['onnxslim'])} | {ratio} |")
+        failures += [f"- {file} / {tool}: {r[tool]['error']}" for tool in TOOLS
+                     if "error" in r[tool]]
+    summary = [
+        "",
+        f"{len(entries)} models; irpass and onnxsim both finished {both_ok}: irpass "
+        f"{totals['irpass']:.2f} s in all, onnxsim {totals['onnxsim']:.2f} s "
+        f"({totals['onnxsim'] / max(totals['irpass'], 1e-9):.1f}x); irpass at least 3x faster "
+        f"on {faster}, fewer nodes than both onnxsim and onnxslim on {fewer}.",
+    ]
+    if failures:
+        summary += ["", "Failures:", *failures]
+    return lines + summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure every tool on the selected models and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="*",
+                        help="regexes of model file names (default: every model)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per model (median)")
+    parser.add_argument("--tools", default=",".join(TOOLS),
+                        help=f"comma-separated tools (default: {','.join(TOOLS)})")
+    parser.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.models, args.repeat)
+    manifest = json.loads((MODELS_DIR / "models.json").read_text())
+    patterns = [re.compile(p) for p in args.models]
+    entries = [e for e in manifest["models"]
+               if not patterns or any(p.search(e["file"]) for p in patterns)]
+    if not entries:
+        parser.error("no model matches")
+    tools = [t for t in args.tools.split(",") if t]
+    unknown = sorted(set(tools) - set(TOOLS))
+    if unknown:
+        parser.error(f"unknown tool(s) {unknown} (tools: {', '.join(TOOLS)})")
+    print("Versions: " + ", ".join(versions()), flush=True)
+    files = [e["file"] for e in entries]
+    results = {t: {f: {"error": "not run"} for f in files} for t in TOOLS}
+    for tool in tools:
+        start = time.perf_counter()
+        results[tool] = _measure(tool, files, args.repeat)
+        print(f"{tool}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    print("\n".join(render(entries, results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
