@@ -475,7 +475,8 @@ def _tile(ctx: NodeContext) -> Expr:
 _PAD_MODES = ("constant", "reflect", "edge")
 
 
-def _pad(ctx: NodeContext, pads: list[int], value: float, axes: list[int] | None) -> Expr:
+def _pad(ctx: NodeContext, pads: list[int], value: float | Expr, axes: list[int] | None) -> Expr:
+    """``x`` padded; ``value`` (constant mode) is a number or a runtime scalar expression."""
     x = ctx.input(0)
     shape = ctx.type_of(0).shape
     rank = len(shape)
@@ -494,7 +495,14 @@ def _pad(ctx: NodeContext, pads: list[int], value: float, axes: list[int] | None
     grow = [[max(b, 0), max(e, 0)] for b, e in width]
     out: Expr = x
     if any(b or e for b, e in grow):
-        out = call("nn.pad", [x], pad_width=grow, pad_value=value, pad_mode=mode)
+        runtime = isinstance(value, Expr)
+        out = call("nn.pad", [x], pad_width=grow, pad_value=0.0 if runtime else value,
+                   pad_mode=mode)
+        if runtime and mode == "constant":
+            # nn.pad's value is an attribute: a runtime one fills the border afterwards
+            border = np.ones([d + b + e for d, (b, e) in zip(shape, grow, strict=True)], bool)
+            border[tuple(slice(b, b + d) for d, (b, _) in zip(shape, grow, strict=True))] = False
+            out = call("where", [const(border), value, out])
     crop = [a for a, (b, e) in enumerate(width) if b < 0 or e < 0]
     if crop:
         padded = [d + b + e for d, (b, e) in zip(shape, grow, strict=True)]
@@ -515,8 +523,19 @@ def _pad_1(ctx: NodeContext) -> Expr:
 @converter("Pad", since=11)
 def _pad_11(ctx: NodeContext) -> Expr:
     pads = ints_of(ctx, ctx.const_input(1, "pads"), "pads")
-    known = ctx.const_input(2, "constant_value", optional=True)
-    value = 0.0 if known is None else _scalar_of(ctx, known, "constant_value")
+    # the fill value does not shape the output: a runtime one stays an input
+    value: float | Expr = 0.0
+    if ctx.has_input(2):
+        known = ctx.known(2)
+        if known is not None:
+            value = _scalar_of(ctx, known, "constant_value")
+        else:
+            value_shape = ctx.type_of(2).shape
+            if int(np.prod(value_shape, dtype=np.int64)) != 1:
+                ctx.fail(f"constant_value must be a single value, got shape {value_shape}")
+            value = ctx.input(2)
+            if value_shape != ():
+                value = call("reshape", [value], newshape=[])
     axes = ctx.const_input(3, "axes", optional=True) if ctx.opset >= 18 else None
     return _pad(ctx, pads, value, None if axes is None else ints_of(ctx, axes, "axes"))
 
