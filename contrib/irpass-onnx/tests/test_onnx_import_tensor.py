@@ -499,6 +499,19 @@ def test_pad_axes_opset18():
     check(unary_model("Pad", x, 18, extra_inputs=["p", "v", "a"], inits=inits), {"x": x})
 
 
+@pytest.mark.parametrize(("mode", "pads"), [
+    ("constant", [0, 1, 2, 0, 1, 0]), ("constant", [1, -1, 0, 0, 2, 1]),
+    ("edge", [1, 0, 0, 0, 1, 2]),
+])
+@pytest.mark.parametrize("vshape", [(), (1,)])
+def test_pad_runtime_constant_value(mode, pads, vshape):
+    # the fill value does not shape the output: a graph input stays a runtime operand
+    x, v = rand(2, 3, 5), np.full(vshape, -2.5, np.float32)
+    model = make_model([helper.make_node("Pad", ["x", "p", "v"], ["y"], mode=mode)],
+                       {"x": x, "v": v}, {"y": F32}, 13, {"p": np.array(pads, np.int64)})
+    check(model, {"x": x, "v": v})
+
+
 def test_pad_wrap_unsupported():
     model = unary_model("Pad", rand(2, 3), 19, extra_inputs=["p"],
                         inits={"p": np.array([1, 1, 1, 1], np.int64)}, mode="wrap")
