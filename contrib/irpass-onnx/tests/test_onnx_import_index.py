@@ -357,6 +357,13 @@ def test_range_zero_delta():
         from_onnx(one_node("Range", {}, {"y": I64}, 11, inits))
 
 
+def test_range_bool():
+    inits = {n: np.array(True) for n in ("s", "l", "d")}
+    with pytest.raises(OnnxImportError, match=r"'n0' \(Range\): start, limit and delta must be "
+                                              r"numbers, got bool"):
+        from_onnx(one_node("Range", {}, {"y": TP.BOOL}, 11, inits))
+
+
 @pytest.mark.parametrize("opset", [9, 11])
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 @pytest.mark.parametrize("idt", [np.int64, np.int32, np.float32])

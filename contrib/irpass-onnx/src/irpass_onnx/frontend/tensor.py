@@ -807,8 +807,8 @@ def _range(ctx: NodeContext) -> Expr:
         if ctx.type_of(i).dtype != dtype:
             ctx.fail(f"{name} is {ctx.type_of(i).dtype}, start is {dtype}: they must agree")
         bounds.append(_scalar_of(ctx, ctx.const_input(i, name), name))
-    if np.dtype(dtype).kind not in "iuf":
-        ctx.fail(f"inputs must be numbers, got {dtype}")
+    if dtype == "bool":
+        ctx.fail("start, limit and delta must be numbers, got bool")
     start, limit, delta = bounds
     if delta == 0:
         ctx.fail("delta must not be 0")
