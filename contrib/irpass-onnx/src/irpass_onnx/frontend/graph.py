@@ -126,12 +126,35 @@ def inline_functions(model: ModelProto, source: str) -> ModelProto:
     import onnx.inliner
 
     try:
-        return onnx.inliner.inline_local_functions(model, convert_version=False)
+        return onnx.inliner.inline_local_functions(_with_default_attributes(model),
+                                                   convert_version=False)
     except Exception as err:  # noqa: BLE001 - the inliner raises many kinds for bad models
         names = ", ".join(f"{f.domain}.{f.name}" if f.domain else f.name
                           for f in model.functions)
         raise OnnxImportError(f"{source}: cannot inline the model's local functions "
                               f"({names}): {err}") from err
+
+
+def _with_default_attributes(model: ModelProto) -> ModelProto:
+    """A copy of ``model`` in which every call of a local function sets the attributes it
+    leaves to the function's defaults (``attribute_proto``): onnx's inliner drops an
+    attribute reference to a default it is not given."""
+    defaults = {(f.domain, f.name): list(f.attribute_proto) for f in model.functions}
+    if not any(defaults.values()):
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    graphs = [copy.graph]
+    node_lists = [f.node for f in copy.functions]
+    while graphs or node_lists:
+        nodes = graphs.pop().node if graphs else node_lists.pop()
+        for node in nodes:
+            given = {a.name for a in node.attribute}
+            for default in defaults.get((node.domain, node.op_type), ()):
+                if default.name not in given:
+                    node.attribute.append(default)
+            graphs.extend(sub for _name, sub in subgraphs(node))
+    return copy
 
 
 class GraphImporter:
