@@ -185,10 +185,14 @@ def versions() -> list[str]:
 
 
 def _secs(result: dict[str, Any], part: str = "total") -> str:
+    if "skipped" in result:
+        return "-"
     return "fail" if "seconds" not in result else f"{result['seconds'][part]:.3f}"
 
 
 def _nodes(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return "-"
     return "fail" if "error" in result else str(result.get("nodes", "-"))
 
 
@@ -207,7 +211,7 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
         file = entry["file"]
         r = {tool: results[tool][file] for tool in TOOLS}
         ir = r["irpass"]
-        parts = ("fail" if "seconds" not in ir else
+        parts = (_secs(ir) if "seconds" not in ir else
                  f"{_secs(ir)} ({_secs(ir, 'import')} + {_secs(ir, 'o3')} + "
                  f"{_secs(ir, 'export')})")
         ratio = "-"
@@ -264,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Versions: " + ", ".join(versions()), flush=True)
     print(f"Clock: {args.clock}; median of {args.repeat} run(s) per model and tool", flush=True)
     files = [e["file"] for e in entries]
-    results = {t: {f: {"error": "not run"} for f in files} for t in TOOLS}
+    results = {t: {f: {"skipped": True} for f in files} for t in TOOLS}
     for tool in tools:
         start = time.perf_counter()
         results[tool] = _measure(tool, files, args.repeat, args.clock)
