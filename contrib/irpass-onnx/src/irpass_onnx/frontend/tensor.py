@@ -834,8 +834,8 @@ def _one_hot(ctx: NodeContext) -> Expr:
     if np.dtype(idx_dtype).kind not in "iu":
         indices = call("cast", [indices], dtype="int64")  # float indices truncate
         idx_dtype = "int64"
-    if np.dtype(idx_dtype).kind == "i":
-        # negative indices count from depth's end
+    if np.dtype(idx_dtype).kind == "i" and ctx.opset >= 11:
+        # negative indices count from depth's end (opset 9 leaves them off, out of range)
         shifted = call("add", [indices, const(np.array(depth, idx_dtype))])
         negative = call("less", [indices, const(np.array(0, idx_dtype))])
         indices = call("where", [negative, shifted, indices])
