@@ -10,6 +10,10 @@ import onnx
 import pytest
 from irpass import op
 from irpass.ir import Function, IRModule, Op, Tuple, list_ops, var
+from irpass.op.nn.depth_space import depth_to_space, space_to_depth
+from irpass.op.nn.norm import group_norm, instance_norm
+from irpass.op.scatter import scatter_elements, scatter_nd
+from irpass.op.sort import topk
 from irpass.testing import random_inputs
 from irpass_onnx import OnnxExportError
 from irpass_onnx.export import supported_ops, to_onnx
@@ -176,6 +180,13 @@ def _reduce(name, **kw):
     def build():
         x = _x()
         return fn([x], getattr(op, name)(x, **kw))
+    return build
+
+
+def _build_reduce_special(name, shape, dtype):
+    def build():
+        x = _x(shape, dtype)
+        return fn([x], getattr(op, name)(x, axis=1))
     return build
 
 
@@ -366,6 +377,22 @@ def _build_layer_norm(axis=-1, **kw):
     return build
 
 
+def _build_group_norm(num_groups=2, axis=1):
+    def build():
+        x = _x((2, 6, 4, 3))
+        c = (2, 6, 4, 3)[axis]
+        return fn([x], group_norm(x, const(c), const(c), num_groups=num_groups, axis=axis))
+    return build
+
+
+def _build_instance_norm(axis=1):
+    def build():
+        x = _x((2, 5, 4, 3))
+        c = (2, 5, 4, 3)[axis]
+        return fn([x], instance_norm(x, const(c), const(c), axis=axis))
+    return build
+
+
 def _softmax(name, axis):
     def build():
         x = _x()
@@ -429,6 +456,218 @@ def _build_tile(reps):
     return build
 
 
+# -- the ops added with the ONNX import (math, logic, bits, scans, indexing) ------------------
+
+
+def _inputs(**arrays):
+    """An inputs function: fixed arrays for some params, random ones for the rest."""
+    def make(mod):
+        inputs = random_inputs(mod, seed=1)
+        inputs.update({k: np.asarray(v) for k, v in arrays.items()})
+        return inputs
+    return make
+
+
+def _in_unit(name):
+    # asin, acos, atanh: arguments inside (-1, 1)
+    def build():
+        x = _x()
+        return fn([x], getattr(op, name)(op.multiply(op.tanh(x), irpass.const(np.float32(0.9)))))
+    return build
+
+
+def _build_acosh():
+    x = _x()
+    return fn([x], op.acosh(op.add(op.abs(x), irpass.const(np.float32(1.0)))))
+
+
+def _scaled_unary(name, dtype="float32"):
+    # rounding ops: values spread over several integers
+    def build():
+        x = _x(dtype=dtype)
+        if dtype != "float32":
+            return fn([x], getattr(op, name)(x))
+        return fn([x], getattr(op, name)(op.multiply(x, irpass.const(np.float32(3.0)))))
+    return build
+
+
+_HALVES = np.array([-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 3.7, -3.7, np.inf, -np.inf, np.nan],
+                   "float32")
+_SPECIALS = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3.0e38], "float32")
+
+
+def _unary_1d(name, n):
+    def build():
+        x = _x((n,))
+        return fn([x], getattr(op, name)(x))
+    return build
+
+
+def _build_mod(name, dtype):
+    def build():
+        a, b = _x((2, 3, 4), dtype, "a"), _x((3, 1), dtype, "b")
+        return fn([a, b], getattr(op, name)(a, b))
+    return build
+
+
+_MOD_INPUTS = _inputs(a=(np.arange(24).reshape(2, 3, 4) - 11) * 1.25,
+                      b=np.array([[3.0], [-2.5], [7.0]]))
+_MOD_INT_INPUTS = _inputs(a=(np.arange(24, dtype="int32").reshape(2, 3, 4) - 11) * 5,
+                          b=np.array([[3], [-4], [7]], "int32"))
+
+
+def _mod_inputs(dtype):
+    def make(mod):
+        base = (_MOD_INT_INPUTS if dtype == "int32" else _MOD_INPUTS)(mod)
+        return {k: v.astype(dtype) for k, v in base.items()}
+    return make
+
+
+def _build_shift(name, dtype):
+    def build():
+        a, b = _x((2, 4), dtype, "a"), _x((4,), dtype, "b")
+        return fn([a, b], getattr(op, name)(a, b))
+    return build
+
+
+def _shift_inputs(dtype):
+    return _inputs(a=np.array([[1, 5, 100, 127], [-1, -8, -100, 64]]).astype(dtype),
+                   b=np.array([0, 1, 3, 6]).astype(dtype))
+
+
+def _build_arg(name, **kw):
+    def build():
+        x = _x()
+        return fn([x], getattr(op, name)(x, **kw))
+    return build
+
+
+def _ties_inputs(mod):
+    # few distinct values, so select_last_index matters
+    return {"x": np.random.default_rng(2).integers(0, 3, X4).astype("float32")}
+
+
+def _build_scan(name, in_dtype="float32", **kw):
+    def build():
+        x = _x((3, 4, 5), in_dtype)
+        return fn([x], getattr(op, name)(x, **kw))
+    return build
+
+
+def _build_einsum(equation, *shapes):
+    def build():
+        xs = [_x(s, name=f"x{i}") for i, s in enumerate(shapes)]
+        return fn(xs, op.einsum(xs, equation))
+    return build
+
+
+def _build_det():
+    x = _x((2, 3, 3))
+    return fn([x], op.linalg.det(x))
+
+
+def _build_gather(known=True):
+    def build():
+        x = _x((3, 4))
+        idx = np.array([[0, 2, -1, 1], [2, 0, 1, -3]], "int64")
+        if known:
+            return fn([x], op.gather(x, 0, irpass.const(idx)))
+        i = _x((2, 4), "int32", "i")
+        return fn([x, i], op.gather(x, 1, i))
+    return build
+
+
+def _build_gather_nd(batch_dims=0):
+    def build():
+        x = _x((3, 4, 5))
+        if batch_dims:
+            idx = np.array([[[1], [3], [-1]]], "int32")  # (M=1, 3, 1): one tuple per batch
+            return fn([x], op.gather_nd(x, irpass.const(idx), batch_dims=1))
+        i = _x((2, 3), "int64", "i")  # M = 2 tuples of 3
+        return fn([x, i], op.gather_nd(x, i))
+    return build
+
+
+_GATHER_ND_INPUTS = _inputs(i=np.array([[0, 2, -1], [3, 1, 0]], "int64"))
+
+
+def _build_scatter_elements(reduction="update"):
+    def build():
+        x, u = _x((3, 4)), _x((2, 4), name="u")
+        idx = np.array([[0, 2, 1, 2], [1, 0, -1, 0]], "int64")
+        return fn([x, u], scatter_elements(x, irpass.const(idx), u, axis=0,
+                                           reduction=reduction))
+    return build
+
+
+def _build_scatter_nd():
+    x, u = _x((4, 3)), _x((2, 3), name="u")
+    idx = irpass.const(np.array([[3, 1]], "int64"))  # (M=1, 2 tuples)
+    return fn([x, u], scatter_nd(x, idx, u))
+
+
+def _build_topk(**kw):
+    def build():
+        x = _x((3, 6))
+        return fn([x], topk(x, **kw))
+    return build
+
+
+def _build_arange():
+    x = _x((7,))
+    return fn([x], op.add(x, op.arange(2.0, 9.0, 1.0, dtype="float32")))
+
+
+def _build_one_hot():
+    i, on = _x((2, 3), "int32", "i"), _x((), name="on")
+    return fn([i, on], op.one_hot(i, on, irpass.const(np.float32(-1)), depth=4, axis=1))
+
+
+_ONE_HOT_INPUTS = _inputs(i=np.array([[0, 3, -1], [5, 2, 1]], "int32"))
+
+
+def _build_reverse(axis=1):
+    def build():
+        x = _x((3, 4, 2))
+        return fn([x], op.reverse(x, axis))
+    return build
+
+
+def _build_reverse_sequence(seq_axis=1, batch_axis=0, known=True):
+    def build():
+        x = _x((3, 5, 2) if batch_axis == 0 else (5, 3, 2))
+        if known:
+            lengths = irpass.const(np.array([1, 7, 3], "int32"))
+            return fn([x], op.reverse_sequence(x, lengths, seq_axis, batch_axis))
+        n = _x((3,), "int64", "n")
+        return fn([x, n], op.reverse_sequence(x, n, seq_axis, batch_axis))
+    return build
+
+
+_REVERSE_SEQUENCE_INPUTS = _inputs(n=np.array([0, 4, 9], "int64"))
+
+
+def _build_trilu(upper=True, known=True):
+    def build():
+        x = _x((2, 4, 5))
+        if known:
+            return fn([x], op.trilu(x, irpass.const(np.array(-1, "int32")), upper))
+        k = _x((), "int64", "k")
+        return fn([x, k], op.trilu(x, k, upper))
+    return build
+
+
+def _build_depth_space(which, **kw):
+    def build():
+        shape = (1, 8, 2, 3) if which == "depth_to_space" else (1, 2, 4, 6)
+        if kw.get("layout") == "NHWC":
+            shape = (shape[0], shape[2], shape[3], shape[1])
+        x = _x(shape)
+        f = depth_to_space if which == "depth_to_space" else space_to_depth
+        return fn([x], f(x, 2, **kw))
+    return build
+
+
 CASES = {
     **{n: (_unary(n), (17,)) for n in ("abs", "exp", "tanh", "sigmoid", "negative", "erf")},
     **{n: (_positive_unary(n), (17,)) for n in ("log", "sqrt")},
@@ -469,6 +708,10 @@ CASES = {
     "max": (_reduce("max", axis=(0,), exclude=True), OPSETS + (18,)),
     "min": (_reduce("min", axis=2), OPSETS + (18,)),
     "prod": (_reduce("prod", axis=1, keepdims=True), OPSETS + (18,)),
+    "max_bool": (_build_reduce_special("max", (2, 3, 4), "bool"), OPSETS + (18,)),
+    "min_bool": (_build_reduce_special("min", (2, 3, 4), "bool"), (17,)),
+    "max_empty_bool": (_build_reduce_special("max", (2, 0, 4), "bool"), (17,)),
+    "prod_empty": (_build_reduce_special("prod", (2, 0, 4), "float32"), (17,)),
     "full": (_build_full, (17,)),
     "full_var": (_build_full_var, (17,)),
     "zeros_ones": (_build_zeros_ones, (9, 17)),
@@ -522,6 +765,10 @@ CASES = {
     "nn.layer_norm": (_build_layer_norm(), OPSETS + (18,)),
     "layer_norm_axis1": (_build_layer_norm(axis=1), (17, 18)),
     "layer_norm_plain": (_build_layer_norm(center=False, scale=False), (13, 17)),
+    "nn.group_norm": (_build_group_norm(), OPSETS + (18, 21)),
+    "group_norm_nhwc": (_build_group_norm(3, axis=3), (17,)),
+    "nn.instance_norm": (_build_instance_norm(), OPSETS),
+    "instance_norm_axis2": (_build_instance_norm(axis=2), (17,)),
     "nn.softmax": (_softmax("softmax", -1), OPSETS),
     "softmax_axis1": (_softmax("softmax", 1), OPSETS),
     "nn.log_softmax": (_softmax("log_softmax", -1), OPSETS),
@@ -542,17 +789,91 @@ CASES = {
     "broadcast_to": (_build_broadcast_to, (9, 17)),
     "tile": (_build_tile((2, 1, 3)), (17,)),
     "tile_short": (_build_tile((2,)), (17,)),
+    **{n: (_unary(n), (9, 17)) for n in ("sin", "cos", "tan", "atan", "sinh", "cosh",
+                                           "asinh")},
+    **{n: (_in_unit(n), (9, 17)) for n in ("asin", "acos", "atanh")},
+    "acosh": (_build_acosh, (9, 17)),
+    **{n: (_scaled_unary(n), (9, 17)) for n in ("floor", "ceil", "sign")},
+    "trunc": (_unary_1d("trunc", 12), OPSETS, _inputs(x=_HALVES)),
+    "round": (_unary_1d("round", 12), (11, 17), _inputs(x=_HALVES)),
+    "round_int": (_scaled_unary("round", "int32"), (9, 17)),
+    "floor_int": (_scaled_unary("floor", "int64"), (9, 17)),
+    "sign_int": (_scaled_unary("sign", "int32"), (9, 17)),
+    "isnan": (_unary_1d("isnan", 6), (9, 17), _inputs(x=_SPECIALS)),
+    "isinf": (_unary_1d("isinf", 6), OPSETS, _inputs(x=_SPECIALS)),
+    "floor_mod": (_build_mod("floor_mod", "float32"), (10, 17), _mod_inputs("float32")),
+    "trunc_mod": (_build_mod("trunc_mod", "float32"), (10, 17), _mod_inputs("float32")),
+    "floor_mod_int": (_build_mod("floor_mod", "int32"), (10, 17), _mod_inputs("int32")),
+    "trunc_mod_int": (_build_mod("trunc_mod", "int32"), (10, 17), _mod_inputs("int32")),
+    **{n: (_binary(n, "bool"), (9, 17)) for n in ("logical_and", "logical_or", "logical_xor")},
+    "logical_not": (lambda: fn([x := _x(dtype="bool")], op.logical_not(x)), (9, 17)),
+    **{n: (_binary(n, "int32"), (18, 21)) for n in ("bitwise_and", "bitwise_or",
+                                                    "bitwise_xor")},
+    "bitwise_not": (lambda: fn([x := _x(dtype="int32")], op.bitwise_not(x)), (18,)),
+    "left_shift": (_build_shift("left_shift", "uint8"), (11, 17), _shift_inputs("uint8")),
+    "right_shift": (_build_shift("right_shift", "uint32"), (11, 17), _shift_inputs("uint32")),
+    "left_shift_signed": (_build_shift("left_shift", "int8"), (11, 17), _shift_inputs("int8")),
+    "right_shift_signed": (_build_shift("right_shift", "int32"), (11, 17),
+                           _shift_inputs("int32")),
+    "argmax": (_build_arg("argmax", axis=1, keepdims=True), OPSETS),
+    "argmin": (_build_arg("argmin", axis=(1, 3), exclude=True), OPSETS),
+    "argmax_all": (_build_arg("argmax"), OPSETS),
+    "argmin_last": (_build_arg("argmin", axis=-1, select_last_index=True), (13, 17),
+                    _ties_inputs),
+    "argmax_last_multi": (_build_arg("argmax", axis=(0, 2), select_last_index=True), (17,),
+                          _ties_inputs),
+    "cumsum": (_build_scan("cumsum", axis=1), (11, 17)),
+    "cumsum_flat_exclusive": (_build_scan("cumsum", "int32", dtype="int64", exclusive=True),
+                              (11, 17)),
+    "cumprod": (_build_scan("cumprod", axis=-1), (9, 13, 18)),
+    "cumprod_exclusive_int": (_build_scan("cumprod", "int32", axis=0, exclusive=True),
+                              (13, 18)),
+    "einsum": (_build_einsum("ij,jk", (3, 4), (4, 5)), (12, 17)),
+    "einsum_ellipsis": (_build_einsum("...ij,...jk->...ik", (2, 3, 4), (2, 4, 5)), (17,)),
+    "einsum_trace": (_build_einsum("bii->b", (2, 3, 3)), (17,)),
+    "linalg.det": (_build_det, (11, 17)),
+    "gather": (_build_gather(), (11, 17)),
+    "gather_var": (_build_gather(known=False), (13,),
+                   _inputs(i=np.array([[0, 3, -1, 1], [2, 0, 1, -4]], "int32"))),
+    "gather_nd": (_build_gather_nd(), (11, 17), _GATHER_ND_INPUTS),
+    "gather_nd_batch": (_build_gather_nd(batch_dims=1), (12, 17)),
+    "scatter_elements": (_build_scatter_elements(), OPSETS),
+    "scatter_elements_add": (_build_scatter_elements("add"), (16, 17)),
+    "scatter_elements_max": (_build_scatter_elements("max"), (18,)),
+    "scatter_nd": (_build_scatter_nd, (11, 17)),
+    "topk": (_build_topk(k=2), OPSETS),
+    "topk_ascend_values": (_build_topk(k=2, axis=0, ret_type="values", is_ascend=True), (11, 17)),
+    "topk_all_indices": (_build_topk(k=0, ret_type="indices", dtype="int64"), (17,)),
+    "arange": (_build_arange, (9, 17)),
+    "one_hot": (_build_one_hot, (9, 17), _ONE_HOT_INPUTS),
+    "reverse": (_build_reverse(), OPSETS),
+    "reverse_last": (_build_reverse(-1), (17,)),
+    "reverse_sequence": (_build_reverse_sequence(), (10, 17)),
+    "reverse_sequence_batch_first": (_build_reverse_sequence(0, 1), (10, 17)),
+    "reverse_sequence_var": (_build_reverse_sequence(2, 0, known=False), (13, 17),
+                             _REVERSE_SEQUENCE_INPUTS),
+    "trilu": (_build_trilu(), OPSETS),
+    "trilu_lower": (_build_trilu(upper=False), OPSETS),
+    "trilu_var": (_build_trilu(upper=False, known=False), (14, 17), _inputs(k=np.array(1))),
+    "nn.depth_to_space": (_build_depth_space("depth_to_space"), (9, 17)),
+    "depth_to_space_crd": (_build_depth_space("depth_to_space", mode="CRD"), OPSETS),
+    "depth_to_space_nhwc": (_build_depth_space("depth_to_space", layout="NHWC"), (17,)),
+    "nn.space_to_depth": (_build_depth_space("space_to_depth"), (9, 17)),
+    "space_to_depth_crd": (_build_depth_space("space_to_depth", mode="CRD"), (9, 17)),
 }
 
 
 @pytest.mark.parametrize(
     "case, opset",
-    [(name, o) for name, (_, opsets) in CASES.items() for o in opsets],
+    [(name, o) for name, (_, opsets, *_rest) in CASES.items() for o in opsets],
 )
 def test_op_exports_and_runs(case: str, opset: int) -> None:
-    build, _ = CASES[case]
+    build, _, *make_inputs = CASES[case]
     mod = build()
-    inputs = _take_inputs(mod) if case.startswith("take") else None
+    if make_inputs:
+        inputs = make_inputs[0](mod)
+    else:
+        inputs = _take_inputs(mod) if case.startswith("take") else None
     check_export(mod, opset=opset, inputs=inputs)
 
 
@@ -579,3 +900,30 @@ def test_every_core_op_has_an_emitter_and_a_case() -> None:
 def test_integer_ops_onnx_lacks_at_old_opsets_are_clean_errors(build) -> None:
     with pytest.raises(OnnxExportError, match=r"opset >= 12.*\(export opset 9\)"):
         to_onnx(build(), opset=9)
+
+
+@pytest.mark.parametrize("build, opset, needs", [
+    (_binary("bitwise_and", "int32"), 17, "BitwiseAnd, which needs opset >= 18"),
+    (lambda: fn([x := _x(dtype="int32")], op.bitwise_not(x)), 17, "BitwiseNot.*>= 18"),
+    (_unary_1d("round", 3), 10, "Round, which needs opset >= 11"),
+    (_build_mod("floor_mod", "int32"), 9, "Mod, which needs opset >= 10"),
+    (_build_shift("left_shift", "uint8"), 10, "BitShift, which needs opset >= 11"),
+    (_build_arg("argmin", axis=-1, select_last_index=True), 11, r"ArgMin\(select_last.*>= 12"),
+    (_build_scan("cumsum", axis=1), 10, "CumSum, which needs opset >= 11"),
+    (_build_einsum("ij,jk", (3, 4), (4, 5)), 11, "Einsum, which needs opset >= 12"),
+    (_build_det, 10, "Det, which needs opset >= 11"),
+    (_build_gather(), 10, "GatherElements, which needs opset >= 11"),
+    (_build_gather_nd(), 10, "GatherND, which needs opset >= 11"),
+    (_build_gather_nd(batch_dims=1), 11, r"GatherND\(batch_dims > 0\).*>= 12"),
+    (_build_scatter_elements("add"), 15, "reduction='add'.*>= 16"),
+    (_build_scatter_elements("min"), 17, "reduction='min'.*>= 18"),
+    (_build_scatter_nd, 10, "ScatterND, which needs opset >= 11"),
+    (_build_topk(k=2, is_ascend=True), 10, r"TopK\(largest=0\).*>= 11"),
+    (_build_reverse_sequence(), 9, "ReverseSequence, which needs opset >= 10"),
+    (_build_reverse_sequence(2, 0, known=False), 11, "computed lengths needs opset >= 12"),
+    (_build_trilu(known=False), 13, "Trilu, which needs opset >= 14"),
+])
+def test_ops_onnx_lacks_at_the_export_opset_are_clean_errors(build, opset, needs) -> None:
+    mod = build()
+    with pytest.raises(OnnxExportError, match=needs + rf".*\(export opset {opset}\)"):
+        to_onnx(mod, opset=opset)

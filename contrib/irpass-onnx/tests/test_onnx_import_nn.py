@@ -115,11 +115,12 @@ def test_conv_1d(attrs):
     check(model, feeds)
 
 
-def test_conv_3d_is_a_clear_error():
+def test_conv_3d():
+    # 3-D convolutions import as nn.conv3d (they were an import error before it existed)
     x, w = rand(1, 2, 4, 4, 4), rand(3, 2, 2, 2, 2, seed=1)
-    model, _ = single("Conv", x, inits={"W": w}, extra_inputs=["W"])
-    with pytest.raises(OnnxImportError, match=r"node 0 .*\(Conv\).*3-D convolution"):
-        from_onnx(model)
+    model, feeds = single("Conv", x, inits={"W": w}, extra_inputs=["W"], pads=[1, 0, 0, 0, 1, 1])
+    mod = check(model, feeds)
+    assert "nn.conv3d" in ops_in(mod)
 
 
 @pytest.mark.parametrize(
@@ -224,13 +225,28 @@ def test_batch_norm(opset):
     assert body.tuple_value.attrs["epsilon"] == pytest.approx(1e-3)
 
 
-def test_batch_norm_training_mode_is_an_error():
-    x = rand(2, 3, 4, 5)
-    inits = {n: np.ones(3, np.float32) for n in "sbmv"}
-    model, _ = single("BatchNormalization", x, opset=15, inits=inits,
-                      extra_inputs=["s", "b", "m", "v"], training_mode=1)
-    with pytest.raises(OnnxImportError, match="training_mode"):
-        from_onnx(model)
+def test_batch_norm_training_mode_normalizes_by_the_batch_and_updates_the_statistics():
+    # training_mode=1 normalizes by the batch's own mean and (population) variance, and the
+    # running statistics move toward them by 1 - momentum
+    x = rand(4, 3, 5, 2) * 1.5 + 0.5
+    inits = {"s": rand(3, seed=1), "b": rand(3, seed=2), "m": rand(3, seed=3),
+             "v": np.abs(rand(3, seed=4)) + 0.5}
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                            ["y", "running_mean", "running_var"], training_mode=1,
+                            momentum=0.8, epsilon=1e-3)
+    model = make_model([node], {"x": x}, ["y", "running_mean", "running_var"], inits, 15,
+                       TensorProto.FLOAT)
+    got = irpass.evaluate(from_onnx(model), x=x)
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=(0, 2, 3)), x64.var(axis=(0, 2, 3))
+    along = (slice(None), None, None)
+    y = (x64 - mean[along]) / np.sqrt(var[along] + 1e-3) * inits["s"][along] + \
+        inits["b"][along]
+    expected = [y, inits["m"] * 0.8 + mean * 0.2, inits["v"] * 0.8 + var * 0.2]
+    assert len(got) == 3
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == np.float32 and g.shape == e.shape
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
 
 
 def test_instance_norm():

@@ -17,6 +17,7 @@ from pathlib import Path
 import irpass
 import onnx
 import pytest
+from irpass.ir.serialize import metadata_path
 from irpass.settings import load_settings
 from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
 from irpass_onnx import load_weights
@@ -62,7 +63,7 @@ def test_irpass_plugins_lists_the_onnx_plugin_and_its_format(tmp_path):
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("onnx "))
     assert "loaded" in line and "irpass-onnx" in line and "1 format" in line, line
-    assert "4 config options" in line, line
+    assert "5 config options" in line, line
 
 
 def test_blocking_the_plugin_removes_the_onnx_format(tmp_path):
@@ -121,18 +122,23 @@ def _constant_of_shape_bytes(model: onnx.ModelProto) -> int:
 
 @pytest.mark.parametrize("materialize", [True, False], ids=["materialize", "keep"])
 def test_config_file_materialize_option_reaches_the_command(tmp_path, materialize):
-    # materialized, the 0.02-filled weights are constants in the output (megabytes);
-    # kept, the output builds them with ConstantOfShape-like nodes again (kilobytes)
+    # materialized, the 0.02-filled weights are constants of the module: the text format's
+    # .npz beside it holds megabytes; kept, the module builds them with full() (kilobytes).
+    # The ONNX export writes either as ConstantOfShape again, so that file stays small.
     value = "true" if materialize else "false"
     (tmp_path / "irpass.toml").write_text(
         f"[config.onnx]\nmaterialize_constant_of_shape = {value}\n")
-    proc = _irpass("optimize", str(SQUEEZENET.path), "-O3", "-o", "out.onnx", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    size = (tmp_path / "out.onnx").stat().st_size
     weights = _constant_of_shape_bytes(SQUEEZENET.load())
+    proc = _irpass("optimize", str(SQUEEZENET.path), "-O3", "-o", "out.ir", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    constants = metadata_path(tmp_path / "out.ir")
+    size = constants.stat().st_size if constants.exists() else 0
     if materialize:
         assert size > weights
     else:
         assert size < weights / 20
+    proc = _irpass("optimize", str(SQUEEZENET.path), "-O3", "-o", "out.onnx", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.onnx").stat().st_size < weights / 20
     assert_same_logits(onnx.load(str(tmp_path / "out.onnx")),
                        f"materialize={value}, onnxruntime")

@@ -16,12 +16,13 @@ from typing import Any
 from irpass.transform import ConfigOption, PassContext
 
 __all__ = ["ImportOptions", "CONFIG_OPTIONS", "WEIGHTS", "MATERIALIZE", "DIM_VALUES",
-           "EXPORT_OPSET", "parse_dim_values", "config_value"]
+           "EXPORT_OPSET", "EXTERNAL_DATA", "parse_dim_values", "config_value"]
 
 WEIGHTS = "onnx.weights"
 MATERIALIZE = "onnx.materialize_constant_of_shape"
 DIM_VALUES = "onnx.dim_values"
 EXPORT_OPSET = "onnx.export_opset"
+EXTERNAL_DATA = "onnx.external_data"
 
 #: The options the plugin registers (``irpass config`` lists them with these descriptions).
 CONFIG_OPTIONS: tuple[ConfigOption, ...] = (
@@ -35,6 +36,9 @@ CONFIG_OPTIONS: tuple[ConfigOption, ...] = (
                  "values for symbolic/unknown input dims: 'N=1,seq=128'; '*=1' fixes all"),
     ConfigOption(EXPORT_OPSET, int, None,
                  "ONNX opset to export (default: the opset the model was imported with, else 17)"),
+    ConfigOption(EXTERNAL_DATA, int, None,
+                 "saving a model bigger than this many bytes puts its tensors of 1 KiB or more "
+                 "in '<file>.data' beside it (default: over protobuf's 2 GiB limit; 0: always)"),
 )
 _DEFAULTS = {o.key: o.default for o in CONFIG_OPTIONS}
 _WEIGHT_CHOICES = ("constants", "params")

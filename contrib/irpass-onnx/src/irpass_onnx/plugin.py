@@ -23,9 +23,11 @@ def irpass_register_formats() -> Sequence[FileFormat]:
 
 
 def _side_files(path: Path, for_: str) -> list[Path]:
-    """Loading reads the model's external data files; saving writes the one file."""
-    if for_ != "load":
-        return []
+    """Loading reads the model's external data files; saving may write ``<path>.data``."""
+    if for_ == "save":
+        from .export import external_data_path
+
+        return [external_data_path(path)]
     from .frontend import external_data_files
 
     return external_data_files(path)
@@ -34,7 +36,7 @@ def _side_files(path: Path, for_: str) -> list[Path]:
 @hookimpl
 def irpass_register_config_options() -> Sequence[ConfigOption]:
     """``onnx.weights``, ``onnx.materialize_constant_of_shape``, ``onnx.dim_values``,
-    ``onnx.export_opset``."""
+    ``onnx.export_opset``, ``onnx.external_data``."""
     return list(CONFIG_OPTIONS)
 
 

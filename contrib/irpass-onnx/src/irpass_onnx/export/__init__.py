@@ -16,12 +16,11 @@ import os
 from typing import Any
 
 import onnx
-from irpass.formats import atomic_path
 from irpass.ir import IRModule
 from irpass.ir.gcpause import gc_paused
 
 from ..errors import OnnxExportError
-from ..options import EXPORT_OPSET, config_value
+from ..options import EXPORT_OPSET, EXTERNAL_DATA, config_value
 from . import (  # noqa: F401 - importing them registers the emitters
     emitters,
     emitters_control,
@@ -35,10 +34,10 @@ from . import (  # noqa: F401 - importing them registers the emitters
 from .builder import EMITTERS
 from .fusion import fuse
 from .graph import lower
-from .writer import check_supported, write_model
+from .writer import Exported, check_supported, external_data_path, write_model
 
 __all__ = ["to_onnx", "save_onnx", "resolve_opset", "MIN_OPSET", "MAX_OPSET", "DEFAULT_OPSET",
-           "supported_ops"]
+           "supported_ops", "external_data_path"]
 
 #: The opsets the exporter writes: 9 (the oldest in common use) to 21.
 MIN_OPSET = 9
@@ -82,6 +81,29 @@ def to_onnx(mod: IRModule, *, opset: int | None = None) -> onnx.ModelProto:
     Raises :class:`~irpass_onnx.OnnxExportError` for what ONNX cannot hold (control flow,
     recursion, closures) and, in one error, for every op without an exporter.
     """
+    return _export(mod, opset).model_proto()
+
+
+def save_onnx(mod: IRModule, path: str | os.PathLike[str], *, opset: int | None = None,
+              external_data: int | None = None) -> None:
+    """Write ``to_onnx(mod, opset=opset)`` to ``path``.
+
+    When the model in one file would be bigger than ``external_data`` bytes (else the config
+    key ``onnx.external_data``; by default protobuf's 2 GiB limit, past which one file cannot
+    hold it; 0 always), its tensors of 1 KiB or more go to the external data file
+    ``<path>.data`` (:func:`external_data_path`) beside it, each at an offset that is a
+    multiple of 4096. Each file is written to a temporary file beside it and renamed over its
+    path when complete: a failed export or write leaves existing files as they were.
+    """
+    threshold: Any = config_value(EXTERNAL_DATA, external_data)
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int)
+                                  or threshold < 0):
+        raise OnnxExportError(f"{EXTERNAL_DATA}: expected a size in bytes (an int >= 0), got "
+                              f"{threshold!r}")
+    _export(mod, opset).save(path, threshold)
+
+
+def _export(mod: IRModule, opset: int | None) -> Exported:
     if not isinstance(mod, IRModule):
         raise TypeError(f"to_onnx needs an IRModule, got {type(mod).__name__}")
     if "main" not in mod:
@@ -98,14 +120,3 @@ def to_onnx(mod: IRModule, *, opset: int | None = None) -> onnx.ModelProto:
         fuse(lowered, level)
         return write_model(lowered, level, list(names) if names is not None else None,
                            str(graph_name))
-
-
-def save_onnx(mod: IRModule, path: str | os.PathLike[str], *, opset: int | None = None) -> None:
-    """Write ``to_onnx(mod, opset=opset)`` to ``path``, in one file (no external data).
-
-    The model is written to a temporary file beside ``path`` and renamed over it when
-    complete: a failed export or write leaves an existing ``path`` as it was.
-    """
-    model = to_onnx(mod, opset=opset)
-    with atomic_path(path) as tmp:
-        onnx.save_model(model, os.fspath(tmp))

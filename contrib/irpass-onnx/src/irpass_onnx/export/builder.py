@@ -1,25 +1,42 @@
 """The ONNX side of the export: unique names, nodes, initializers, and the context emitters get.
 
 Nodes are kept as light records and become ``NodeProto`` only at the end, after the graph
-outputs have been renamed to the names the user asked for.
+outputs have been renamed to the names the user asked for; initializers are kept as
+``(name, array)`` until the writer puts their bytes where they go (into the model, or into an
+external data file).
+
+Constant data is written as it is: a 0-d array is a scalar initializer (shape ``[]``), which
+``Gather``, ``Size`` and the like need to keep their output rank. A *splat* constant (every
+element the same) of more than :data:`SPLAT_MIN_BYTES` becomes one ``ConstantOfShape`` node
+instead of an initializer: the importer materializes ``ConstantOfShape`` (and FoldConstant
+makes splats of ``full``/``zeros``), so without this a 80 KB model of ``ConstantOfShape``
+weights would come back as 100 MB of repeated numbers.
+
+That costs a node per such constant, where onnxsim writes an initializer (light ResNet-50:
+123 nodes and 102 MB from onnxsim; 123 computing nodes plus 70 ``ConstantOfShape`` and
+0.7 MB here). A user wants both a small file and few nodes; a ``ConstantOfShape`` of a
+constant shape holds data rather than computing (runtimes fold it when they load the model),
+so the pack counts it with the weights, not with the nodes, when it compares node counts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
 import onnx
 from irpass.ir import describe
 from irpass.ir.types import TensorType, Type
-from onnx import helper, numpy_helper
+from onnx import TensorProto, defs, helper, numpy_helper
 
 from ..dtypes import onnx_type_of
 from ..errors import OnnxExportError
 from .graph import Const, Node
 
-__all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter"]
+__all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter", "SPLAT_MIN_BYTES",
+           "splat_value"]
 
 #: An emitter writes the ONNX nodes for one lowered node; it returns the name of the result,
 #: or one name per field for a tuple-typed op.
@@ -30,6 +47,18 @@ EMITTERS: dict[str, Emitter] = {}
 
 # Generated constants up to this many elements (shapes, axes, scalars) are shared by value.
 _SHARE_BY_VALUE = 64
+
+#: A splat constant bigger than this (in bytes) is written as ``ConstantOfShape``; a smaller
+#: one stays an initializer. A ``ConstantOfShape`` costs about 100 bytes (the node, its shape
+#: initializer, its value attribute), so below 1 KiB the saving is at most a few hundred bytes
+#: a constant, while an initializer keeps a Conv's bias or a norm's scale a constant that
+#: tools reading weights (and onnxruntime before constant folding) see as such. Above it the
+#: saving grows with the constant: a 3x3x512x512 conv weight is 9 MB as an initializer.
+SPLAT_MIN_BYTES = 1024
+
+# Scanning a splat candidate in blocks of this many elements: the bool temporary of one block
+# is small, and a constant that is not a splat (every real weight) stops at its first block.
+_SCAN_BLOCK = 1 << 16
 
 
 def emitter(*names: str) -> Callable[[Emitter], Emitter]:
@@ -43,6 +72,46 @@ def emitter(*names: str) -> Callable[[Emitter], Emitter]:
     return deco
 
 
+def splat_value(data: np.ndarray) -> np.ndarray | None:
+    """The one value of ``data`` as a 0-d array when every element has the same bits (a
+    splat; NaN counts as equal to itself, -0.0 not to 0.0), else None (also for no element)."""
+    if data.size == 0:
+        return None
+    first = np.asarray(data[(0,) * data.ndim], dtype=data.dtype)
+    # a broadcast view (what the importer makes of ConstantOfShape) repeats the part along
+    # its non-zero strides: only that part needs a look (none at all for a broadcast scalar)
+    core = data[tuple(slice(None) if s else slice(0, 1) for s in data.strides)]
+    if core.size == 1:
+        return first
+    bits = _bits(core)
+    if bits is None:
+        return None
+    flat = bits.reshape(-1)  # a copy only for a non-contiguous core
+    head = flat[0]
+    if flat[-1] != head or flat[flat.size // 2] != head:
+        return None
+    for start in range(0, flat.size, _SCAN_BLOCK):
+        if not (flat[start:start + _SCAN_BLOCK] == head).all():
+            return None
+    return first
+
+
+def _bits(data: np.ndarray) -> np.ndarray | None:
+    """``data`` viewed as unsigned ints of its item size (so equality is bitwise)."""
+    kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(data.dtype.itemsize)
+    return None if kind is None else data.view(kind)
+
+
+@cache
+def _constant_of_shape_types(opset: int) -> frozenset[int]:
+    """The element types ``ConstantOfShape`` fills at ``opset`` (its schema's ``T2``)."""
+    schema = defs.get_schema("ConstantOfShape", opset)
+    allowed = next(c.allowed_type_strs for c in schema.type_constraints
+                   if c.type_param_str == "T2")
+    return frozenset(v for k, v in TensorProto.DataType.items()
+                     if f"tensor({k.lower()})" in allowed)
+
+
 class GraphBuilder:
     """Collects nodes and initializers under unique names."""
 
@@ -50,8 +119,8 @@ class GraphBuilder:
         self.opset = opset
         self.used: set[str] = set(reserved)
         self.nodes: list[list[Any]] = []  # [op_type, inputs, outputs, attrs]
-        self.initializers: list[onnx.TensorProto] = []
-        self.init_names: set[str] = set()
+        #: ``(name, data)`` of every initializer, in order.
+        self.initializers: list[tuple[str, np.ndarray]] = []
         self._by_key: dict[Any, str] = {}
         self.producer: dict[str, list[Any]] = {}
         self._counter = 0
@@ -77,19 +146,37 @@ class GraphBuilder:
         return outs
 
     def constant(self, data: np.ndarray, hint: str = "const", key: Any = None) -> str:
-        """An initializer holding ``data``: shared by ``key`` (a constant object) when given,
-        by value for small arrays."""
+        """The name of a value holding ``data``: an initializer (shared by ``key``, a constant
+        object, when given, and by value for small arrays), or a ``ConstantOfShape`` node for
+        a big splat (see :data:`SPLAT_MIN_BYTES`)."""
         data = np.asarray(data)
         if key is None and data.size <= _SHARE_BY_VALUE:
             key = ("value", data.dtype.str, data.shape, data.tobytes())
-        if key is not None and key in self._by_key:
-            return self._by_key[key]
-        name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(data), name))
-        self.init_names.add(name)
+        if key is not None:
+            got = self._by_key.get(key)
+            if got is not None:
+                return got
+        name = self._splat(data, hint)
+        if name is None:
+            name = self.fresh(hint)
+            self.initializers.append((name, data))
         if key is not None:
             self._by_key[key] = name
         return name
+
+    def _splat(self, data: np.ndarray, hint: str) -> str | None:
+        """A ``ConstantOfShape`` node making ``data`` if it is a big splat the opset can fill."""
+        if data.nbytes <= SPLAT_MIN_BYTES:
+            return None
+        elem = onnx_type_of(data.dtype.name, "a constant")
+        if elem not in _constant_of_shape_types(self.opset):
+            return None
+        value = splat_value(data)
+        if value is None:
+            return None
+        shape = self.constant(np.asarray(data.shape, dtype=np.int64), "shape")
+        fill = numpy_helper.from_array(value.reshape(1), "value")
+        return self.node("ConstantOfShape", [shape], hint=hint, value=fill)[0]
 
 
 class EmitContext:
@@ -160,7 +247,9 @@ class EmitContext:
         before = self.builder.producer.get(name)
         if before is not None and before[0] == "Reshape":
             name = before[1][0]
-        return self.emit("Reshape", [name, self.int64s(shape)])
+        # a 0 in the shape copies the input's dim unless allowzero (opset 14) says otherwise
+        allowzero = 1 if 0 in shape and self.opset >= 14 else None
+        return self.emit("Reshape", [name, self.int64s(shape)], allowzero=allowzero)
 
     def transpose(self, name: str, perm: Sequence[int]) -> str:
         """``name`` transposed by ``perm``: no node for the identity permutation, and one
@@ -194,6 +283,12 @@ class EmitContext:
         except ValueError as err:
             raise OnnxExportError(str(err)) from None
 
+    def need_opset(self, since: int, op_type: str) -> None:
+        """Fail unless the export opset has ``op_type``, which ONNX added in opset ``since``."""
+        if self.opset < since:
+            raise self.fail(f"{self.node.op} is written as ONNX {op_type}, which needs "
+                            f"opset >= {since}")
+
     def fail(self, msg: str) -> OnnxExportError:
         """An export error naming the node and the opset (raise it)."""
         return OnnxExportError(f"{self.where}: {msg} (export opset {self.opset})")
@@ -205,14 +300,21 @@ def _clean(attrs: dict[str, Any]) -> dict[str, Any]:
     for k, v in attrs.items():
         if v is None:
             continue
-        if isinstance(v, (np.integer,)):
-            v = int(v)
-        elif isinstance(v, np.floating):
-            v = float(v)
-        elif isinstance(v, (tuple, list)):
-            v = [int(x) if isinstance(x, (int, np.integer)) else float(x) for x in v]
+        if isinstance(v, (tuple, list)):
+            v = [_plain(x) for x in v]
+        else:
+            v = _plain(v)
         out[k] = v
     return out
+
+
+def _plain(v: Any) -> Any:
+    """A numpy number as the Python number ``onnx.helper`` takes; anything else as it is."""
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
 
 
 def live_nodes(nodes: list[list[Any]], outputs: Sequence[str]) -> list[list[Any]]:

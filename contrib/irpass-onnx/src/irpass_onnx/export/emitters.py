@@ -1,6 +1,12 @@
-"""Emitters of the core tensor ops: elementwise math, comparisons, shape changes, reductions
-and tensor creation. Shapes are static, so every reshape-like op is one ``Reshape`` to the
-output shape (no ``Squeeze``/``Unsqueeze``, whose signature changed across opsets)."""
+"""Emitters of the core tensor ops: elementwise math, comparisons, logic and bits, shape
+changes, reductions and tensor creation. Shapes are static, so every reshape-like op is one
+``Reshape`` to the output shape (no ``Squeeze``/``Unsqueeze``, whose signature changed across
+opsets).
+
+The 1:1 elementwise ops are tables (op -> ONNX op type, and the opset that introduced it when
+newer than 9); an op ONNX lacks at the export opset is written as an equivalent of older ops
+where that is cheap (``trunc``, ``isinf``, ``floor_mod`` of floats, shifts of signed ints),
+else it is an :class:`~irpass_onnx.OnnxExportError` naming the op and the opset it needs."""
 
 from __future__ import annotations
 
@@ -8,10 +14,12 @@ import math
 
 import numpy as np
 from irpass.op.create import shape_value
+from irpass.op.linalg import einsum_terms
 from irpass.op.reduce import reduce_axes
 from onnx import helper
 
 from .builder import EmitContext, emitter
+from .graph import type_of
 
 __all__: list[str] = []
 
@@ -20,11 +28,22 @@ _FLOATS = ("float16", "float32", "float64")
 _UNARY = {
     "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "tanh": "Tanh",
     "sigmoid": "Sigmoid", "negative": "Neg", "nn.relu": "Relu", "erf": "Erf",
+    "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan",
+    "sinh": "Sinh", "cosh": "Cosh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh",
+    "sign": "Sign", "isnan": "IsNaN", "logical_not": "Not",
 }
 _BINARY = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "power": "Pow",
     "equal": "Equal", "less": "Less", "greater": "Greater",
 }
+#: Elementwise ops written as one ONNX node of the same inputs, with the opset it needs.
+_ONE_TO_ONE = {
+    "logical_and": ("And", 9), "logical_or": ("Or", 9), "logical_xor": ("Xor", 9),
+    "bitwise_and": ("BitwiseAnd", 18), "bitwise_or": ("BitwiseOr", 18),
+    "bitwise_xor": ("BitwiseXor", 18), "bitwise_not": ("BitwiseNot", 18),
+}
+# The rounding ops, which leave integers as they are (Round is new in opset 11).
+_ROUNDING = {"floor": "Floor", "ceil": "Ceil", "round": "Round"}
 
 
 def _needs_opset12_for_ints(ctx: EmitContext, what: str) -> None:
@@ -53,6 +72,85 @@ def sink_transpose(ctx: EmitContext, op_type: str, inputs: list[str], **attrs: o
         y = ctx.emit(op_type, [s[0] for s in sources], **attrs)  # type: ignore[index]
         return ctx.transpose(y, sources[0][1])  # type: ignore[index]
     return ctx.emit(op_type, inputs, **attrs)
+
+
+@emitter(*_ONE_TO_ONE)
+def _one_to_one(ctx: EmitContext) -> str:
+    op_type, since = _ONE_TO_ONE[ctx.node.op]
+    ctx.need_opset(since, op_type)
+    return ctx.emit(op_type, [ctx.input(i) for i in range(len(ctx.node.inputs))])
+
+
+@emitter(*_ROUNDING)
+def _rounding(ctx: EmitContext) -> str:
+    if ctx.type_of(0).dtype not in _FLOATS:
+        return ctx.input(0)
+    op_type = _ROUNDING[ctx.node.op]
+    if op_type == "Round":
+        ctx.need_opset(11, op_type)
+    return sink_transpose(ctx, op_type, [ctx.input(0)])
+
+
+@emitter("trunc")
+def _trunc(ctx: EmitContext) -> str:
+    # ONNX has no Trunc: Ceil below zero, Floor elsewhere (NaN, infinities and -0.0 kept)
+    x = ctx.input(0)
+    if ctx.type_of(0).dtype not in _FLOATS:
+        return x
+    negative = ctx.emit("Less", [x, ctx.constant(np.zeros((), ctx.type_of(0).dtype))])
+    return ctx.emit("Where", [negative, ctx.emit("Ceil", [x]), ctx.emit("Floor", [x])])
+
+
+@emitter("isinf")
+def _isinf(ctx: EmitContext) -> str:
+    x = ctx.input(0)
+    if ctx.opset >= 10:
+        return ctx.emit("IsInf", [x])
+    # |x| above the largest finite value: only the infinities (NaN compares false)
+    dtype = ctx.type_of(0).dtype
+    return ctx.emit("Greater", [ctx.emit("Abs", [x]),
+                                ctx.constant(np.array(np.finfo(dtype).max, dtype))])
+
+
+@emitter("floor_mod", "trunc_mod")
+def _mod(ctx: EmitContext) -> str:
+    ctx.need_opset(10, "Mod")
+    a, b = ctx.input(0), ctx.input(1)
+    dtype = ctx.type_of(0).dtype
+    if dtype not in _FLOATS:
+        return ctx.emit("Mod", [a, b], fmod=int(ctx.node.op == "trunc_mod"))
+    # float Mod is C's fmod only; floor_mod adds the divisor to a remainder whose sign
+    # differs from the divisor's
+    r = ctx.emit("Mod", [a, b], fmod=1)
+    if ctx.node.op == "trunc_mod":
+        return r
+    zero = ctx.constant(np.zeros((), dtype))
+    wrong_sign = ctx.emit("Less", [ctx.emit("Mul", [r, b]), zero])
+    return ctx.emit("Where", [wrong_sign, ctx.emit("Add", [r, b]), r])
+
+
+@emitter("left_shift", "right_shift")
+def _shift(ctx: EmitContext) -> str:
+    ctx.need_opset(11, "BitShift")
+    direction = "LEFT" if ctx.node.op == "left_shift" else "RIGHT"
+    dtype = ctx.type_of(0).dtype
+    a, b = ctx.input(0), ctx.input(1)
+    if dtype.startswith("uint"):
+        return ctx.emit("BitShift", [a, b], direction=direction)
+    # BitShift takes unsigned ints: shift the bits as the unsigned type of the same width,
+    # after mapping a negative x to ~x = -1 - x for an arithmetic right shift
+    # (x >> s == ~(~x >> s)); a negative shift count wraps to a huge one, which gives 0
+    unsigned = "u" + dtype
+    count = ctx.cast(b, unsigned)
+    if direction == "LEFT":
+        return ctx.cast(ctx.emit("BitShift", [ctx.cast(a, unsigned), count],
+                                 direction=direction), dtype)
+    minus_one = ctx.constant(np.array(-1, dtype))
+    negative = ctx.emit("Less", [a, ctx.constant(np.zeros((), dtype))])
+    flipped = ctx.emit("Where", [negative, ctx.emit("Sub", [minus_one, a]), a])
+    shifted = ctx.cast(ctx.emit("BitShift", [ctx.cast(flipped, unsigned), count],
+                                direction=direction), dtype)
+    return ctx.emit("Where", [negative, ctx.emit("Sub", [minus_one, shifted]), shifted])
 
 
 @emitter(*_BINARY)
@@ -197,12 +295,23 @@ def _reduce(ctx: EmitContext) -> str:
     axes = reduce_axes(ndim, ctx.attrs["axis"], ctx.attrs["exclude"])
     if not axes:
         return ctx.input(0)
+    in_type = ctx.type_of(0)
+    if 0 in in_type.shape:
+        # over no elements the result is the reduction's identity, known from the types
+        empty = np.zeros(in_type.shape, in_type.dtype)
+        with np.errstate(all="ignore"):
+            return ctx.constant(ctx.node.expr.op.kernel((empty,), ctx.attrs), hint="identity")
     op = _REDUCE[ctx.node.op]
     keep = int(ctx.attrs["keepdims"])
+    x = ctx.input(0)
+    if in_type.dtype == "bool":  # onnxruntime reduces no bools: any/all as int32 max/min
+        x = ctx.cast(x, "int32")
     axes_as_input = ctx.opset >= (13 if op == "ReduceSum" else 18)
     if axes_as_input:
-        return ctx.emit(op, [ctx.input(0), ctx.int64s(axes, "axes")], keepdims=keep)
-    return ctx.emit(op, [ctx.input(0)], axes=list(axes), keepdims=keep)
+        y = ctx.emit(op, [x, ctx.int64s(axes, "axes")], keepdims=keep)
+    else:
+        y = ctx.emit(op, [x], axes=list(axes), keepdims=keep)
+    return ctx.cast(y, "bool") if in_type.dtype == "bool" else y
 
 
 # -- creation ---------------------------------------------------------------------------------
@@ -237,3 +346,92 @@ def _full(ctx: EmitContext) -> str:
 def _shape_of(ctx: EmitContext) -> str:
     # shapes are static: the result is a constant
     return ctx.constant(shape_value(ctx.type_of(0).shape, ctx.attrs["dtype"]), hint="shape")
+
+
+@emitter("argmax", "argmin")
+def _arg_extreme(ctx: EmitContext) -> str:
+    shape = tuple(ctx.type_of(0).shape)
+    axes = reduce_axes(len(shape), ctx.attrs["axis"], ctx.attrs["exclude"])
+    out_shape = tuple(ctx.out_type.shape)
+    if not axes:  # the index into no axis at all
+        return ctx.constant(np.zeros(out_shape, np.int64), hint="index")
+    op_type = "ArgMax" if ctx.node.op == "argmax" else "ArgMin"
+    last = bool(ctx.attrs["select_last_index"])
+    if last:
+        ctx.need_opset(12, f"{op_type}(select_last_index=1)")
+    x = ctx.input(0)
+    if len(axes) == 1:
+        return ctx.emit(op_type, [x], axis=axes[0], keepdims=int(ctx.attrs["keepdims"]),
+                        select_last_index=1 if last else None)
+    # over several axes the index counts in their row-major order: move them last, as one
+    kept = [a for a in range(len(shape)) if a not in axes]
+    x = ctx.transpose(x, kept + list(axes))
+    x = ctx.reshape(x, [shape[a] for a in kept] + [int(np.prod([shape[a] for a in axes]))])
+    y = ctx.emit(op_type, [x], axis=len(kept), keepdims=0,
+                 select_last_index=1 if last else None)
+    return y if tuple(shape[a] for a in kept) == out_shape else ctx.reshape(y, out_shape)
+
+
+# -- scans ------------------------------------------------------------------------------------
+
+
+def _scan_input(ctx: EmitContext) -> tuple[str, int]:
+    """The data (cast to the result dtype, flattened for ``axis=None``) and the scanned axis."""
+    x = ctx.input(0)
+    if ctx.type_of(0).dtype != ctx.out_type.dtype:
+        x = ctx.cast(x, ctx.out_type.dtype)
+    if ctx.attrs["axis"] is None:
+        if len(ctx.type_of(0).shape) != 1:
+            x = ctx.reshape(x, ctx.out_type.shape)
+        return x, 0
+    return x, ctx.attrs["axis"] % len(ctx.out_type.shape)
+
+
+@emitter("cumsum")
+def _cumsum(ctx: EmitContext) -> str:
+    ctx.need_opset(11, "CumSum")
+    x, axis = _scan_input(ctx)
+    return ctx.emit("CumSum", [x, ctx.constant(np.array(axis, np.int64), hint="axis")],
+                    exclusive=1 if ctx.attrs["exclusive"] else None)
+
+
+@emitter("cumprod")
+def _cumprod(ctx: EmitContext) -> str:
+    # ONNX has CumProd only from opset 26: each output element is the product over a row of
+    # a triangle, y[..., i] = prod_j where(j <= i, x[..., j], 1) (j < i when exclusive)
+    x, axis = _scan_input(ctx)
+    shape = list(ctx.out_type.shape)
+    n = shape[axis]
+    rank = len(shape)
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    x = ctx.transpose(x, perm)
+    moved = [shape[a] for a in perm]
+    x = ctx.reshape(x, moved[:-1] + [1, n])
+    j, i = np.arange(n), np.arange(n)[:, None]
+    mask = (j < i) if ctx.attrs["exclusive"] else (j <= i)
+    one = ctx.constant(np.ones((), ctx.out_type.dtype))
+    rows = ctx.emit("Where", [ctx.constant(mask, hint="mask"), x, one])
+    if ctx.opset >= 18:
+        y = ctx.emit("ReduceProd", [rows, ctx.int64s([rank], "axes")], keepdims=0)
+    else:
+        y = ctx.emit("ReduceProd", [rows], axes=[rank], keepdims=0)
+    return ctx.transpose(y, [perm.index(a) for a in range(rank)])
+
+
+# -- linear algebra ---------------------------------------------------------------------------
+
+
+@emitter("einsum")
+def _einsum(ctx: EmitContext) -> str:
+    ctx.need_opset(12, "Einsum")
+    names = ctx.inputs_of(0)
+    field_types = type_of(ctx.node.inputs[0]).fields
+    # the explicit form (no implicit output, ellipses spelled out): one reading for any runtime
+    equation, _ = einsum_terms(ctx.attrs["equation"], tuple(tuple(t.shape) for t in field_types))
+    return ctx.emit("Einsum", names, equation=equation)
+
+
+@emitter("linalg.det")
+def _det(ctx: EmitContext) -> str:
+    ctx.need_opset(11, "Det")
+    return ctx.emit("Det", [ctx.input(0)])

@@ -162,7 +162,7 @@ def lower(mod: IRModule) -> Lowered:
     walker = _Walker(mod)
     out = walker.run(main.body, root)
     outputs: list[Any] = []
-    _flatten_outputs(out, outputs)
+    _flatten_outputs(out, outputs, walker)
     return Lowered(inputs, walker.nodes, outputs, walker.items)
 
 
@@ -173,12 +173,15 @@ def type_of(value: Any) -> Type:
     return value.type
 
 
-def _flatten_outputs(value: Any, out: list) -> None:
+def _flatten_outputs(value: Any, out: list, walker: _Walker) -> None:
     stack = [value]
     while stack:
         v = stack.pop()
         if type(v) is tuple:
             stack.extend(reversed(v))
+        elif type(v) is Node and isinstance(v.type, TupleType):
+            # a tuple-typed call (topk, split) returned as it is: one output per field
+            stack.extend(reversed([walker.item(v, i, v.expr) for i in range(len(v.type.fields))]))
         elif type(v) is _Func:
             raise OnnxExportError(
                 f"the result of @main holds a function ({describe(v.func)}): ONNX outputs "

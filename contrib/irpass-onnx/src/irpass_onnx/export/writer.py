@@ -1,25 +1,51 @@
-"""From the lowered (and peephole-rewritten) graph to a ``ModelProto``.
+"""From the lowered (and peephole-rewritten) graph to a ``ModelProto`` and to files.
 
 Only what the outputs need is emitted: the walk starts at the outputs and goes up through the
 node inputs with an explicit stack, so a node that a peephole made dead never reaches ONNX.
+
+The result is an :class:`Exported`: the model without its tensor data, and the data as
+arrays. :meth:`Exported.model_proto` puts the data into the model;
+:meth:`Exported.save` writes the model to a file, with the big tensors in an external data
+file beside it (``<file>.data``) when the model would exceed a size (by default protobuf's
+2 GiB limit, which no single-file ONNX model can pass).
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
 
+import numpy as np
 import onnx
-from onnx import helper
+from google.protobuf.message import EncodeError
+from irpass.formats import atomic_path
+from irpass.ir.types import TensorType, TupleType, Type, numpy_dtype
+from onnx import TensorProto, helper, numpy_helper
 
 from ..dtypes import onnx_type_of
 from ..errors import OnnxExportError
 from .builder import EMITTERS, EmitContext, GraphBuilder, live_nodes, make_node_protos
 from .graph import Const, Input, Item, Lowered, Node
 
-__all__ = ["check_supported", "write_model"]
+__all__ = ["check_supported", "write_model", "Exported", "external_data_path", "PROTOBUF_LIMIT",
+           "EXTERNAL_MIN_BYTES"]
 
 PRODUCER = "irpass-onnx"
+
+#: The largest message protobuf serializes (2 GiB - 1): a bigger model needs external data.
+PROTOBUF_LIMIT = 2**31 - 1
+#: With external data, tensors smaller than this stay in the model (shapes, axes, scalars:
+#: what tools read to understand the graph), as ``onnx``'s own converter does.
+EXTERNAL_MIN_BYTES = 1024
+# Offsets of external tensors are multiples of this (a page), so a runtime can map a tensor
+# straight from the file.
+_ALIGN = 4096
+# Element types whose raw data packs several elements a byte (onnx's numpy_helper packs them).
+_PACKED = frozenset({"INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1", "FLOAT6E2M3",
+                     "FLOAT6E3M2"})
 
 
 def check_supported(lowered: Lowered, opset: int) -> None:
@@ -41,8 +67,8 @@ def resolve(v: Any) -> Any:
 
 
 def write_model(lowered: Lowered, opset: int, output_names: list[str] | None,
-                graph_name: str) -> onnx.ModelProto:
-    """Emit every node the outputs need and assemble the model."""
+                graph_name: str) -> Exported:
+    """Emit every node the outputs need and assemble the model (its tensors apart)."""
     n_out = len(lowered.outputs)
     input_names = [i.name for i in lowered.inputs]
     if len(set(input_names)) != len(input_names):
@@ -129,7 +155,8 @@ def _emit_all(lowered: Lowered, builder: GraphBuilder, names: dict[int, str], ke
         if id(v) in done:
             continue
         done.add(id(v))
-        out = EMITTERS[v.op](EmitContext(builder, v, name_of))
+        empty = _empty_value(builder, v.type)
+        out = EMITTERS[v.op](EmitContext(builder, v, name_of)) if empty is None else empty
         if isinstance(out, list):
             tuple_outs[id(v)] = out
         else:
@@ -137,11 +164,28 @@ def _emit_all(lowered: Lowered, builder: GraphBuilder, names: dict[int, str], ke
         keep.append(v)
 
 
+def _empty_value(builder: GraphBuilder, ty: Type) -> str | list[str] | None:
+    """A constant for a result without elements (every field empty for a tuple), else None.
+
+    Such a result is known from its type alone, so it needs no node: this also spares each
+    emitter its own corner cases of empty tensors (a ``0`` in a Reshape's shape copies the
+    input's dim before opset 14; onnxruntime's kernels differ on empty inputs)."""
+    if type(ty) is TensorType:
+        if 0 not in ty.shape:
+            return None
+        return builder.constant(np.zeros(ty.shape, numpy_dtype(ty.dtype)), "empty")
+    if type(ty) is TupleType and ty.fields and all(
+            type(f) is TensorType and 0 in f.shape for f in ty.fields):
+        return [builder.constant(np.zeros(f.shape, numpy_dtype(f.dtype)), "empty")
+                for f in ty.fields]
+    return None
+
+
 def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], wanted: list[str],
-              graph_name: str) -> onnx.ModelProto:
+              graph_name: str) -> Exported:
     builder.nodes = live_nodes(builder.nodes, produced)
     used = {n for rec in builder.nodes for n in rec[1]} | set(produced)
-    builder.initializers = [t for t in builder.initializers if t.name in used]
+    tensors = [(n, d) for n, d in builder.initializers if n in used]
     rename: dict[str, str] = {}
     node_made = {o for rec in builder.nodes for o in rec[2]}
     graph_inputs = set(i.name for i in lowered.inputs)
@@ -158,9 +202,134 @@ def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], want
             name, onnx_type_of(ty.dtype, f"output {name}"), list(ty.shape)))
     inputs = [helper.make_tensor_value_info(i.name, onnx_type_of(i.type.dtype, i.name),
                                             list(i.type.shape)) for i in lowered.inputs]
+    # the graph goes into the model without its tensors: make_graph and make_model copy what
+    # they are given, and copying the weights twice took longer than the rest of the export
     graph = helper.make_graph(make_node_protos(builder.nodes, rename), graph_name, inputs,
-                              outputs, initializer=builder.initializers)
+                              outputs)
     opsets = [helper.make_opsetid("", builder.opset)]
     model = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER,
                               ir_version=helper.find_min_ir_version_for(opsets))
-    return model
+    check_types(model, tensors, builder.opset)
+    return Exported(model, tensors)
+
+
+def check_types(model: onnx.ModelProto, tensors: list[tuple[str, np.ndarray]],
+                opset: int) -> None:
+    """An export error when a node of ``model`` takes or makes a type its schema at ``opset``
+    does not allow, or an output's declared shape differs from the inferred one (an op
+    written as it was imported at a newer opset, a dtype an ONNX op lacks).
+
+    ONNX's type and shape inference runs once over the model without its tensor data (the
+    initializers become typed graph inputs), so the check costs no copy of the weights."""
+    skeleton = onnx.ModelProto()
+    skeleton.CopyFrom(model)
+    skeleton.graph.input.extend(
+        helper.make_tensor_value_info(n, onnx_type_of(d.dtype.name, f"initializer {n!r}"),
+                                      list(d.shape)) for n, d in tensors)
+    try:
+        onnx.shape_inference.infer_shapes(skeleton, check_type=True, strict_mode=True)
+    except onnx.shape_inference.InferenceError as err:
+        raise OnnxExportError(f"the exported model is not valid at opset {opset}: "
+                              f"{str(err).strip()}") from None
+
+
+def external_data_path(path: str | os.PathLike[str]) -> Path:
+    """The external data file :meth:`Exported.save` writes for the model at ``path``."""
+    p = Path(path)
+    return p.with_name(p.name + ".data")
+
+
+@dataclass
+class Exported:
+    """An exported model: ``model`` has every node, input and output but no initializer;
+    ``tensors`` are the initializers' ``(name, data)``, in order."""
+
+    model: onnx.ModelProto
+    tensors: list[tuple[str, np.ndarray]]
+
+    def model_proto(self) -> onnx.ModelProto:
+        """The model with every tensor's data in it (the model object itself)."""
+        for name, data in self.tensors:
+            tensor = _add_tensor(self.model, name, data)
+            tensor.raw_data = _raw_bytes(data, tensor.data_type).tobytes()
+        self.tensors = []
+        return self.model
+
+    def size_estimate(self) -> int:
+        """An upper bound of the model's size in one file, in bytes."""
+        # per tensor: its data, name and dims, and at most 40 bytes of tags and lengths
+        return self.model.ByteSize() + sum(
+            d.nbytes + len(n.encode()) + 11 * d.ndim + 40 for n, d in self.tensors)
+
+    def save(self, path: str | os.PathLike[str], external_over: int | None = None) -> None:
+        """Write the model to ``path``; its tensors of at least :data:`EXTERNAL_MIN_BYTES` go
+        to :func:`external_data_path` when the model in one file would exceed
+        ``external_over`` bytes (``None``: :data:`PROTOBUF_LIMIT`; 0: always). Each file is
+        written to a temporary file and renamed over its path once both are complete."""
+        limit = PROTOBUF_LIMIT if external_over is None else min(external_over, PROTOBUF_LIMIT)
+        external = self.size_estimate() > limit
+        if external and not any(d.nbytes >= EXTERNAL_MIN_BYTES for _, d in self.tensors):
+            external = False  # nothing would go to the side file
+        if not external:
+            model = self.model_proto()
+            with atomic_path(path) as tmp:
+                _write_model_file(model, tmp, path)
+            return
+        data_path = external_data_path(path)
+        with atomic_path(data_path) as data_tmp, atomic_path(path) as model_tmp:
+            with open(data_tmp, "wb") as f:
+                self._write_external(f, data_path.name)
+            _write_model_file(self.model, model_tmp, path)
+
+    def _write_external(self, f: BinaryIO, location: str) -> None:
+        """Add the tensors to the model, the big ones as references into ``f``."""
+        offset = 0
+        for name, data in self.tensors:
+            tensor = _add_tensor(self.model, name, data)
+            raw = _raw_bytes(data, tensor.data_type)
+            if raw.nbytes < EXTERNAL_MIN_BYTES:
+                tensor.raw_data = raw.tobytes()
+                continue
+            pad = -offset % _ALIGN
+            if pad:
+                f.write(bytes(pad))
+                offset += pad
+            f.write(raw.data)  # the array's own buffer: no copy
+            tensor.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", str(offset)),
+                               ("length", str(raw.nbytes))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+            offset += raw.nbytes
+        self.tensors = []
+
+
+def _add_tensor(model: onnx.ModelProto, name: str, data: np.ndarray) -> TensorProto:
+    """A new initializer of ``model`` with the name, shape and type of ``data`` (no data yet).
+    It is made in place: appending a made TensorProto would copy its data."""
+    tensor = model.graph.initializer.add()
+    tensor.name = name
+    tensor.dims.extend(data.shape)
+    tensor.data_type = onnx_type_of(data.dtype.name, f"initializer {name!r}")
+    return tensor
+
+
+def _raw_bytes(data: np.ndarray, elem_type: int) -> np.ndarray:
+    """The ``raw_data`` of ``data`` (little-endian, row-major; packed for the sub-byte types)
+    as a 1-D uint8 array: a view of ``data`` itself when it is laid out that way already."""
+    if TensorProto.DataType.Name(elem_type) in _PACKED:
+        return np.frombuffer(numpy_helper.from_array(data).raw_data, dtype=np.uint8)
+    if data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and not np.little_endian):
+        data = data.astype(data.dtype.newbyteorder("<"))
+    flat = np.ascontiguousarray(data).reshape(-1)
+    return flat.view(np.uint8)
+
+
+def _write_model_file(model: onnx.ModelProto, tmp: Path, path: str | os.PathLike[str]) -> None:
+    """Serialize ``model`` into ``tmp`` (which becomes ``path``, named in errors)."""
+    try:
+        onnx.save_model(model, os.fspath(tmp))
+    except (ValueError, EncodeError) as err:  # protobuf refuses messages over 2 GiB
+        raise OnnxExportError(
+            f"{os.fspath(path)}: the model does not fit in one file ({err}); save it with "
+            "external data (config onnx.external_data)") from err
