@@ -83,9 +83,10 @@ def test_defaults_without_bias_and_states(op) -> None:
 @pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("const", [(), ("sequence_lens",)])
-def test_sequence_lens(op, direction, const) -> None:
+@pytest.mark.parametrize("lens", [[4, 2, 1], [4, 0, 3]])  # an empty entry's final state is 0
+def test_sequence_lens(op, direction, const, lens) -> None:
     dirs = 2 if direction == "bidirectional" else 1
-    inputs = make_inputs(op, dirs, init=True, lens=[4, 2, 1])
+    inputs = make_inputs(op, dirs, init=True, lens=lens)
     check(op, inputs, direction=direction, const=const)
 
 

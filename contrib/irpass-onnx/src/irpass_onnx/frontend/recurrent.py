@@ -8,7 +8,8 @@ alpha/beta, ``clip``, GRU's ``linear_before_reset``, LSTM's peepholes and ``inpu
 
 ``sequence_lens`` may be a run-time value: a batch entry past its length keeps its state and
 outputs zeros (a select per step); a reverse pass walks the steps from the last one, so each
-entry's pass starts at its own last valid step, as onnxruntime computes it.
+entry's pass starts at its own last valid step, and an entry of length 0 reports a zero final
+state, as onnxruntime computes them.
 """
 
 from __future__ import annotations
@@ -273,6 +274,12 @@ def _outputs(ctx: NodeContext, s: _Setup, ys: list[list[Expr]], finals: list[lis
     return outs[: max(ctx.num_outputs, 1)]
 
 
+def _final(s: _Setup, state: Expr) -> Expr:
+    """A final state: zero for a batch entry of length 0 (whose state never ran), as
+    onnxruntime reports it; the step-0 mask tells those entries."""
+    return _zeros_where_done(s, 0, state) if s.steps else state
+
+
 def _zeros_where_done(s: _Setup, t: int, h: Expr) -> Expr:
     """Y at step t: the state, zero for batch entries past their length."""
     mask = s.masks[t]
@@ -300,7 +307,7 @@ def _rnn(ctx: NodeContext) -> list[Expr]:
             h = _keep(s.masks[t], new, h)
             y[t] = _zeros_where_done(s, t, new)
         ys.append(y)
-        finals.append(h)
+        finals.append(_final(s, h))
     return _outputs(ctx, s, ys, [finals])
 
 
@@ -356,7 +363,7 @@ def _gru(ctx: NodeContext) -> list[Expr]:
             h = _keep(s.masks[t], new, h)
             y[t] = _zeros_where_done(s, t, new)
         ys.append(y)
-        finals.append(h)
+        finals.append(_final(s, h))
     return _outputs(ctx, s, ys, [finals])
 
 
@@ -407,6 +414,6 @@ def _lstm(ctx: NodeContext) -> list[Expr]:
             c = _keep(s.masks[t], c_new, c)
             y[t] = _zeros_where_done(s, t, h_new)
         ys.append(y)
-        hs.append(h)
-        cs.append(c)
+        hs.append(_final(s, h))
+        cs.append(_final(s, c))
     return _outputs(ctx, s, ys, [hs, cs])
