@@ -77,6 +77,14 @@ def _node_count(graph: GraphProto) -> int:
     return count
 
 
+def _graph_attr(ctx: NodeContext, name: str) -> GraphProto:
+    """Graph attribute ``name`` of the node."""
+    g = ctx.attr(name)
+    if not isinstance(g, GraphProto):
+        ctx.fail(f"attribute {name!r} must be a graph")
+    return g
+
+
 def _scalar(ctx: NodeContext, expr: Expr, dtype: str, what: str) -> Expr:
     """``expr``, a one-element tensor of ``dtype``, as a scalar."""
     ty = ctx.type_of_expr(expr)
@@ -188,7 +196,11 @@ def _if(ctx: NodeContext) -> list[Expr]:
     cond = _scalar(ctx, ctx.input(0), "bool", "the condition")
     known = _known_scalar(cond)
     if known is not None:
-        return imp.import_subgraph(ctx, "then_branch" if known else "else_branch", [])
+        branch = "then_branch" if known else "else_branch"
+        outs = imp.import_subgraph(ctx, branch, [])
+        if len(outs) != ctx.num_outputs:
+            ctx.fail(f"{branch} has {len(outs)} output(s) but the node {ctx.num_outputs}")
+        return outs
     then = imp.import_subgraph(ctx, "then_branch", [])
     other = imp.import_subgraph(ctx, "else_branch", [])
     if len(then) != len(other):
@@ -225,9 +237,7 @@ def _if(ctx: NodeContext) -> list[Expr]:
 
 @converter("Loop", since=1)
 def _loop(ctx: NodeContext) -> list[Expr]:
-    body: GraphProto = ctx.attr("body")
-    if not isinstance(body, GraphProto):
-        ctx.fail("attribute 'body' must be a graph")
+    body = _graph_attr(ctx, "body")
     carried = [ctx.input(i) for i in range(2, ctx.num_inputs)]
     n = len(carried)
     n_scan = len(body.output) - 1 - n
@@ -293,7 +303,7 @@ def _unroll_loop(ctx: NodeContext, rounds: int, has_cond: bool, first: bool,
                 return None
         values = outs[1:1 + n]
         rows.append(outs[1 + n:])
-    n_scan = len(ctx.attr("body").output) - 1 - n
+    n_scan = len(_graph_attr(ctx, "body").output) - 1 - n
     if n_scan and not rows:
         return None  # no rounds: the recursive form types the empty scan outputs
     scans = [_stack_rows(ctx, [row[k] for row in rows], 0, f"scan output {k}")
@@ -370,7 +380,7 @@ def _scan_9(ctx: NodeContext) -> list[Expr]:
     if not 1 <= m <= len(inputs):
         ctx.fail(f"num_scan_inputs {m} is not between 1 and its {len(inputs)} inputs")
     states, xs = inputs[:len(inputs) - m], inputs[len(inputs) - m:]
-    body: GraphProto = ctx.attr("body")
+    body = _graph_attr(ctx, "body")
     k = len(body.output) - len(states)
     in_axes = _per_value(ctx, "scan_input_axes", m, 0)
     in_dirs = _per_value(ctx, "scan_input_directions", m, 0)
@@ -394,7 +404,7 @@ def _scan_8(ctx: NodeContext) -> list[Expr]:
         ctx.fail("every input needs the same batch size (axis 0): got shapes "
                  f"{[t.shape for t in types]}")
     batch = types[0].shape[0]
-    body: GraphProto = ctx.attr("body")
+    body = _graph_attr(ctx, "body")
     n = len(inputs) - m
     k = len(body.output) - n
     in_dirs = _per_value(ctx, "directions", m, 0)
@@ -422,13 +432,13 @@ def _per_value(ctx: NodeContext, name: str, count: int, default: int) -> list[in
 def _scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], in_axes: list[int],
           in_dirs: list[int], out_axes: list[int], out_dirs: list[int]) -> list[Expr]:
     """The outputs of a Scan (opset 9's semantics) over ``xs`` from ``states``."""
-    body: GraphProto = ctx.attr("body")
-    if not isinstance(body, GraphProto):
-        ctx.fail("attribute 'body' must be a graph")
+    body = _graph_attr(ctx, "body")
     n, k = len(states), len(out_axes)
-    if len(body.input) != n + len(xs) or k < 0:
+    if len(body.input) != n + len(xs) or len(body.output) != n + k:
         ctx.fail(f"its body has {len(body.input)} inputs and {len(body.output)} outputs for "
                  f"{n} state and {len(xs)} scan inputs")
+    if ctx.num_outputs > n + k:
+        ctx.fail(f"the node has {ctx.num_outputs} outputs but the body gives {n + k}")
     _check_present(ctx, states + xs, "input")
     axes, lengths = [], []
     for j, (x, axis) in enumerate(zip(xs, in_axes, strict=True)):
@@ -472,7 +482,7 @@ def _recursive_scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], axes: 
                     in_dirs: list[int], out_axes: list[int], out_dirs: list[int],
                     rounds: int) -> list[Expr]:
     imp = ctx.importer
-    body: GraphProto = ctx.attr("body")
+    body = _graph_attr(ctx, "body")
     n = len(states)
     bindings, lets = _outer_bindings(ctx, body)
     i = Var("i", _I64)
@@ -536,7 +546,8 @@ def _position(ctx: NodeContext, i: int, length: int, default: int | None,
     """Input ``i`` (a position in a sequence of ``length``) as an index; ``default`` when
     absent. Negative positions count from the end."""
     if not ctx.has_input(i):
-        assert default is not None
+        if default is None:
+            ctx.fail(f"input {i} (position) is required but missing")
         return default
     _tensor_type(ctx, ctx.input(i), "the position")
     value = ctx.known(i)
@@ -649,6 +660,9 @@ def _sequence_map(ctx: NodeContext) -> list[Expr]:
     lengths = [len(s) for s in seqs if s is not None]
     if len(set(lengths)) != 1:
         ctx.fail(f"its sequences have different lengths: {lengths}")
+    n_out = len(_graph_attr(ctx, "body").output)
+    if n_out != ctx.num_outputs:
+        ctx.fail(f"its body has {n_out} output(s) but the node {ctx.num_outputs}")
     rows = []
     for j in range(lengths[0]):
         args = [ctx.input(i) if s is None else s[j] for i, s in enumerate(seqs)]

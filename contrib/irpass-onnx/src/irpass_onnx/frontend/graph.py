@@ -225,7 +225,9 @@ class GraphImporter:
             elif node.op_type not in supported:
                 bad[node.op_type] += 1
         if bad:
-            listed = ", ".join(f"{name} ({n})" for name, n in sorted(bad.items()))
+            # str keys: an op type inside a subgraph may still be bytes (not valid UTF-8)
+            listed = ", ".join(f"{name} ({n})"
+                               for name, n in sorted(bad.items(), key=lambda kv: str(kv[0])))
             raise self.fail(
                 f"{len(bad)} unsupported ONNX op type(s) at opset {self.opset} "
                 f"({sum(bad.values())} node(s)): {listed}"
@@ -348,7 +350,7 @@ class GraphImporter:
             result = dynamic_call(self, ctx, cause, declared)
         except OnnxImportError:
             raise
-        except (IRPassError, ValueError, TypeError) as err:
+        except (IRPassError, ValueError, TypeError, ArithmeticError) as err:
             raise OnnxImportError(f"{self.source}: {ctx.where}: {err}") from err
         outputs = [result] if isinstance(result, Expr) else list(result)
         names = list(ctx.node.output)
