@@ -175,6 +175,7 @@ def test_attention_errors() -> None:
     ints = {k: v.astype("int32") for k, v in qkv().items()}
     _fails(ints, "Q .input 0. has dtype int32")
     _fails(qkv(), "qk_matmul_output_mode 4", qk_matmul_output_mode=4)
+    _fails(qkv(), "scale -1.0 must not be negative", scale=-1.0)
 
 
 # -- RotaryEmbedding ---------------------------------------------------------------------------

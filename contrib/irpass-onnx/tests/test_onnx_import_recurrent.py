@@ -158,3 +158,4 @@ def test_errors() -> None:
           direction="sideways")
     fails("RNN", make_inputs("RNN", 1, bias=False), "hidden_size 7 does not match",
           hidden_size=7)
+    fails("GRU", make_inputs("GRU", 1, bias=False, steps=0), "has no time steps")

@@ -157,6 +157,8 @@ def _setup(ctx: NodeContext, gates: int) -> _Setup:
     if len(xt.shape) != 3:
         ctx.fail(f"X {xt} must be 3-D")
     steps, batch, size = (xt.shape[1], xt.shape[0], xt.shape[2]) if layout else xt.shape
+    if steps < 1:
+        ctx.fail(f"X {xt} has no time steps")
     if len(rt.shape) != 3 or rt.shape[0] != dirs or rt.shape[1] % gates:
         ctx.fail(f"R {rt} must have shape ({dirs}, {gates} * hidden_size, hidden_size)")
     hidden = rt.shape[2]

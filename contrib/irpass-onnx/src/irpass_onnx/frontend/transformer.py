@@ -285,6 +285,8 @@ def _attention(ctx: NodeContext) -> list[Expr]:
     # scores: Q and K are each scaled by sqrt(scale) (ONNX's guard against overflow)
     scale = ctx.attr("scale", None)
     scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
+    if scale < 0:
+        ctx.fail(f"scale {scale} must not be negative (Q and K are each scaled by its root)")
     root = _typed(math.sqrt(scale), dtype)
     k = _repeat_heads(k, (batch, hkv, kv_len, head), hq // hkv)
     v = _repeat_heads(v, (batch, hkv, kv_len, v_shape[3]), hq // hkv)
@@ -457,6 +459,8 @@ def _linear_attention(ctx: NodeContext) -> list[Expr]:
     for name, ty, h in (("query", qt, hq), ("key", kt, hkv), ("value", vt, hkv)):
         if ty.shape[2] % h:
             ctx.fail(f"{name} {ty}: its last axis is not a multiple of {h} heads")
+    if steps < 1:
+        ctx.fail(f"query {qt} has no time steps")
     dk, dv = qt.shape[2] // hq, vt.shape[2] // hkv
     if kt.shape[2] // hkv != dk:
         ctx.fail(f"key {kt} and query {qt} have different head sizes")
