@@ -36,7 +36,7 @@ from ..errors import OnnxExportError
 from .graph import Const, Node
 
 __all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter", "SPLAT_MIN_BYTES",
-           "splat_value"]
+           "splat_value", "elem_type"]
 
 #: An emitter writes the ONNX nodes for one lowered node; it returns the name of the result,
 #: or one name per field for a tuple-typed op.
@@ -100,6 +100,13 @@ def _bits(data: np.ndarray) -> np.ndarray | None:
     """``data`` viewed as unsigned ints of its item size (so equality is bitwise)."""
     kind = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}.get(data.dtype.itemsize)
     return None if kind is None else data.view(kind)
+
+
+@cache
+def elem_type(dtype: np.dtype) -> int:
+    """The ONNX element type of numpy ``dtype`` (cached: ``dtype.name`` is slow, and an export
+    asks once per constant)."""
+    return onnx_type_of(dtype.name, "a constant")
 
 
 @cache
@@ -168,7 +175,7 @@ class GraphBuilder:
         """A ``ConstantOfShape`` node making ``data`` if it is a big splat the opset can fill."""
         if data.nbytes <= SPLAT_MIN_BYTES:
             return None
-        elem = onnx_type_of(data.dtype.name, "a constant")
+        elem = elem_type(data.dtype)
         if elem not in _constant_of_shape_types(self.opset):
             return None
         value = splat_value(data)

@@ -27,7 +27,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..dtypes import onnx_type_of
 from ..errors import OnnxExportError
-from .builder import EMITTERS, EmitContext, GraphBuilder, live_nodes, make_node_protos
+from .builder import (
+    EMITTERS,
+    EmitContext,
+    GraphBuilder,
+    elem_type,
+    live_nodes,
+    make_node_protos,
+)
 from .graph import Const, Input, Item, Lowered, Node
 
 __all__ = ["check_supported", "write_model", "Exported", "external_data_path", "PROTOBUF_LIMIT",
@@ -224,8 +231,7 @@ def check_types(model: onnx.ModelProto, tensors: list[tuple[str, np.ndarray]],
     skeleton = onnx.ModelProto()
     skeleton.CopyFrom(model)
     skeleton.graph.input.extend(
-        helper.make_tensor_value_info(n, onnx_type_of(d.dtype.name, f"initializer {n!r}"),
-                                      list(d.shape)) for n, d in tensors)
+        helper.make_tensor_value_info(n, elem_type(d.dtype), d.shape) for n, d in tensors)
     try:
         onnx.shape_inference.infer_shapes(skeleton, check_type=True, strict_mode=True)
     except onnx.shape_inference.InferenceError as err:
@@ -310,7 +316,7 @@ def _add_tensor(model: onnx.ModelProto, name: str, data: np.ndarray) -> TensorPr
     tensor = model.graph.initializer.add()
     tensor.name = name
     tensor.dims.extend(data.shape)
-    tensor.data_type = onnx_type_of(data.dtype.name, f"initializer {name!r}")
+    tensor.data_type = elem_type(data.dtype)
     return tensor
 
 
