@@ -4,12 +4,13 @@ random inputs; errors name the node."""
 
 from __future__ import annotations
 
+import irpass
 import numpy as np
 import pytest
 from irpass_onnx import OnnxImportError, from_onnx
 from onnx import TensorProto as TP
 from onnx import helper
-from onnx_cases import check, elem_type, make_model, rand
+from onnx_cases import check, elem_type, make_model, ops_in, rand
 
 F32 = TP.FLOAT
 I64 = TP.INT64
@@ -281,3 +282,18 @@ def test_mvn_needs_float():
     with pytest.raises(OnnxImportError, match=r"'n0' \(MeanVarianceNormalization\): input "
                                               r"must be a float"):
         from_onnx(unary_model("MeanVarianceNormalization", x, 13, out=I64))
+
+
+@pytest.mark.parametrize(("op", "dtype", "want"), [
+    ("ReduceMax", np.bool_, False), ("ReduceMin", np.int32, np.iinfo(np.int32).max),
+    ("ReduceSum", np.float32, 0.0), ("ReduceProd", np.int64, 1),
+    ("ReduceLogSumExp", np.float32, -np.inf), ("ReduceL2", np.float32, 0.0),
+])
+def test_reduce_over_no_elements_is_a_constant(op, dtype, want):
+    # the identity whatever the input holds (onnxruntime refuses ReduceMax of bool here)
+    x = np.zeros((2, 0, 3), dtype)
+    mod = from_onnx(reduce_model(op, x, 18, [1], 1, out=elem_type(x)))
+    assert ops_in(mod) == []
+    got = irpass.evaluate(mod, x=x)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.full((2, 1, 3), want, dtype))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from irpass.evaluator import evaluate
 from irpass.ir import Expr, Tuple, const
 
 from .context import NodeContext
@@ -318,9 +319,18 @@ def _log_sum_exp(ctx: NodeContext, x: Expr, axes: list[int] | None, keepdims: bo
 
 def _reduce(onnx_op: str, axes_input_since: int) -> Callable[[NodeContext], Expr]:
     def convert(ctx: NodeContext) -> Expr:
-        x = ctx.input(0)
         keepdims = bool(ctx.attr("keepdims", 1))
         axes = _reduce_axes(ctx, axes_input_since)
+        ty = ctx.type_of(0)
+        reduced = range(len(ty.shape)) if axes is None else axes
+        if axes != [] and any(ty.shape[a] == 0 for a in reduced):
+            # over no elements the result is the reduction's identity whatever the input
+            # holds: a constant (onnxruntime refuses some of these, e.g. ReduceMax of bool)
+            empty = build(ctx, const(np.zeros(ty.shape, ty.dtype)), axes, keepdims)
+            return const(np.asarray(evaluate(empty)))
+        return build(ctx, ctx.input(0), axes, keepdims)
+
+    def build(ctx: NodeContext, x: Expr, axes: list[int] | None, keepdims: bool) -> Expr:
         if onnx_op in _SIMPLE_REDUCE:
             return _reduce_call(_SIMPLE_REDUCE[onnx_op], x, axes, keepdims)
         if onnx_op == "ReduceL1":
