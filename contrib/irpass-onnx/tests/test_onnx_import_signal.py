@@ -207,6 +207,8 @@ def test_signal_errors() -> None:
     fails(build("DFT", {"x": rand(2, 4, 2)}, {}, 17, onesided=1)[0], "takes a real input")
     fails(build("DFT", {"x": rand(2, 4, 1)}, {"dft_length": np.array(0, np.int64)}, 17)[0],
           "dft_length 0 must be positive")
+    fails(build("DFT", {"x": rand(1, 5000, 1)}, {}, 17)[0],
+          "a DFT of length 5000 over 5000 input values would need two 5000x5000")
     fails(build("STFT", {"signal": rand(1, 8, 1)}, {"frame_step": np.array(2, np.int64),
                                                     "window": rand(3),
                                                     "frame_length": np.array(4, np.int64)},

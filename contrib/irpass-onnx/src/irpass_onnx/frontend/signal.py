@@ -22,6 +22,8 @@ __all__: list[str] = []
 
 _FLOATS = ("float16", "float32", "float64", "bfloat16")
 _WIDE = "float64"
+#: The largest cosine (or sine) matrix a DFT may use: 2**24 float64 values, 128 MiB.
+_MAX_MATRIX = 1 << 24
 
 
 def _scalar_int(ctx: NodeContext, i: int, name: str, optional: bool = False) -> int | None:
@@ -59,6 +61,11 @@ def _dft(ctx: NodeContext, x: Expr, shape: tuple[int, ...], dtype: str, axis: in
     irfft = inverse and onesided
     # how many input values the transform reads: numpy pads or truncates to this
     used = min(length, n // 2 + 1 if irfft else n)
+    bins = n if irfft else n // 2 + 1 if onesided else n
+    if used * bins > _MAX_MATRIX:
+        ctx.fail(f"a DFT of length {n} over {used} input values would need two {used}x{bins} "
+                 f"constant matrices (more than {_MAX_MATRIX} elements each); irpass "
+                 "computes a DFT as a matrix product")
     if used < length:
         xt = call("strided_slice", xt, begin=[0], end=[used], axes=[rank - 1])
 
@@ -87,7 +94,6 @@ def _dft(ctx: NodeContext, x: Expr, shape: tuple[int, ...], dtype: str, axis: in
             y = call("subtract", y, call("matmul", im, _wide(sin)))
         parts = [y]
     else:
-        bins = n // 2 + 1 if onesided else n
         theta = _angles(used, bins, n)
         cos, sin = np.cos(theta), np.sin(theta)
         if inverse:
