@@ -15,10 +15,11 @@ from irpass.op.nn.norm import group_norm, instance_norm
 from irpass.op.scatter import scatter_elements, scatter_nd
 from irpass.op.sort import topk
 from irpass.testing import random_inputs
-from irpass_onnx import OnnxExportError
+from irpass_onnx import OnnxExportError, from_onnx
 from irpass_onnx.export import supported_ops, to_onnx
 from irpass_onnx.testing import assert_outputs_close
 from irpass_onnx.testing import run_onnxruntime as run_ort
+from onnx import TensorProto, helper
 
 RTOL, ATOL = 1e-5, 1e-6
 OPSETS = (9, 13, 17)
@@ -927,3 +928,50 @@ def test_ops_onnx_lacks_at_the_export_opset_are_clean_errors(build, opset, needs
     mod = build()
     with pytest.raises(OnnxExportError, match=needs + rf".*\(export opset {opset}\)"):
         to_onnx(mod, opset=opset)
+
+
+def _bf16(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype("bfloat16")
+
+
+def test_bfloat16_ops_onnx_lacks_before_opset_22_run_in_float32():
+    # Einsum and ReverseSequence take bfloat16 only from opset 22: at 21 their bfloat16
+    # operands go through float32 (exact for bfloat16 values) and back
+    a, b = var("a", shape=(2, 3), dtype="bfloat16"), var("b", shape=(3, 4), dtype="bfloat16")
+    x = var("x", shape=(3, 5, 2), dtype="bfloat16")
+    mod = fn([a, b, x], Tuple([op.einsum([a, b], "ij,jk->ik"), op.reverse_sequence(
+        x, irpass.const(np.array([1, 4, 5], "int64")), 1, 0)]))
+    model = to_onnx(mod, opset=21)
+    for op_type in ("Einsum", "ReverseSequence"):
+        node = next(n for n in model.graph.node if n.op_type == op_type)
+        producer = next(n for n in model.graph.node if n.output[0] == node.input[0])
+        assert producer.op_type == "Cast" and producer.attribute[0].i == TensorProto.FLOAT
+    inputs = {"a": _bf16(2, 3), "b": _bf16(3, 4, seed=1), "x": _bf16(3, 5, 2, seed=2)}
+    onnx.checker.check_model(model, full_check=True)
+    again = irpass.evaluate(from_onnx(model), **inputs)
+    for g, e in zip(again, irpass.evaluate(mod, **inputs), strict=True):
+        assert np.asarray(g).dtype == np.asarray(e).dtype
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32),
+                                   rtol=1e-2, atol=1e-2)
+
+
+def test_a_dynamic_bfloat16_compress_runs_in_float32_with_declared_types():
+    # Compress with a run-time condition is a dynamic node, written as it was imported (at
+    # opset 22); at 21 Compress has no bfloat16: float32 between casts, whose values the
+    # export declares so that the re-import can type the dynamic node again
+    graph = helper.make_graph(
+        [helper.make_node("Compress", ["x", "c"], ["y"], axis=0)], "compress",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4, 2]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 2])])
+    original = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    mod = from_onnx(original)
+    model = to_onnx(mod, opset=21)
+    assert [n.op_type for n in model.graph.node] == ["Cast", "Compress", "Cast"]
+    declared = {vi.name for vi in model.graph.value_info}
+    assert {model.graph.node[1].input[0], model.graph.node[1].output[0]} <= declared
+    inputs = {"x": _bf16(4, 2), "c": np.array([True, False, False, True])}
+    onnx.checker.check_model(model, full_check=True)
+    got, expected = irpass.evaluate(from_onnx(model), **inputs), irpass.evaluate(mod, **inputs)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(expected, np.float32))

@@ -36,7 +36,7 @@ from ..errors import OnnxExportError
 from .graph import Const, Node
 
 __all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter", "SPLAT_MIN_BYTES",
-           "splat_value", "elem_type"]
+           "splat_value", "elem_type", "type_constraints"]
 
 #: An emitter writes the ONNX nodes for one lowered node; it returns the name of the result,
 #: or one name per field for a tuple-typed op.
@@ -110,6 +110,13 @@ def elem_type(dtype: np.dtype) -> int:
 
 
 @cache
+def type_constraints(op_type: str, opset: int) -> dict[str, frozenset[str]]:
+    """``type param -> allowed type strings`` of ``op_type``'s schema at ``opset``."""
+    schema = defs.get_schema(op_type, opset)
+    return {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
+
+
+@cache
 def _constant_of_shape_types(opset: int) -> frozenset[int]:
     """The element types ``ConstantOfShape`` fills at ``opset`` (its schema's ``T2``)."""
     schema = defs.get_schema("ConstantOfShape", opset)
@@ -130,6 +137,9 @@ class GraphBuilder:
         self.initializers: list[tuple[str, np.ndarray]] = []
         self._by_key: dict[Any, str] = {}
         self.producer: dict[str, list[Any]] = {}
+        #: ``name -> TensorType`` of values the graph declares in its ``value_info`` (what a
+        #: reader cannot infer, e.g. the data-dependent shape of a dynamic node's output)
+        self.value_info: dict[str, TensorType] = {}
         self._counter = 0
 
     def fresh(self, hint: str) -> str:
@@ -239,6 +249,11 @@ class EmitContext:
         outs = self.builder.node(op_type, inputs, outputs, hint=hint, **_clean(attrs))
         return outs[0] if outputs == 1 else outs
 
+    def declare(self, name: str, ty: TensorType) -> str:
+        """Declare the type of ``name`` in the graph's ``value_info``; ``name``."""
+        self.builder.value_info[name] = ty
+        return name
+
     def constant(self, data: Any, dtype: str | None = None, hint: str = "const") -> str:
         """An initializer holding ``data`` (converted to ``dtype``)."""
         arr = np.asarray(data, dtype=dtype) if dtype is not None else np.asarray(data)
@@ -289,6 +304,12 @@ class EmitContext:
             return onnx_type_of(dtype, self.where)
         except ValueError as err:
             raise OnnxExportError(str(err)) from None
+
+    def lacks_type(self, op_type: str, dtype: str, param: str = "T") -> bool:
+        """Whether ``op_type`` at the export opset does not take ``dtype`` for its type
+        parameter ``param`` but takes float32 (a 16-bit float can then run as float32)."""
+        allowed = type_constraints(op_type, self.opset).get(param, frozenset())
+        return f"tensor({dtype})" not in allowed and "tensor(float)" in allowed
 
     def need_opset(self, since: int, op_type: str) -> None:
         """Fail unless the export opset has ``op_type``, which ONNX added in opset ``since``."""

@@ -428,6 +428,11 @@ def _einsum(ctx: EmitContext) -> str:
     field_types = type_of(ctx.node.inputs[0]).fields
     # the explicit form (no implicit output, ellipses spelled out): one reading for any runtime
     equation, _ = einsum_terms(ctx.attrs["equation"], tuple(tuple(t.shape) for t in field_types))
+    dtype = ctx.out_type.dtype
+    if dtype == "bfloat16" and ctx.lacks_type("Einsum", dtype):
+        # no bfloat16 Einsum before opset 22: products and sums in float32, rounded once
+        return ctx.cast(ctx.emit("Einsum", [ctx.cast(n, "float32") for n in names],
+                                 equation=equation), dtype)
     return ctx.emit("Einsum", names, equation=equation)
 
 

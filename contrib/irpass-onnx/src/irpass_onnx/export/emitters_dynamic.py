@@ -1,16 +1,34 @@
 """The emitter of ``onnx.node``: an ONNX node imported with run-time shape operands (see
-:mod:`irpass_onnx.frontend.dynamic`) is written back as it was imported."""
+:mod:`irpass_onnx.frontend.dynamic`) is written back as it was imported.
+
+When the export opset's schema of the op lacks a 16-bit float type the node has (bfloat16
+came to many ops only in opset 22+), an op that only moves or selects elements runs in
+float32 between two casts: float16 and bfloat16 values are all exact float32 values, so the
+result is the same. Ops that compute (Range, ...) are left as they are: the final type check
+of the export then names what is missing."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from onnx import defs, helper
+from irpass.ir.types import TensorType
+from onnx import NodeProto, defs, helper
 
 from ..frontend.dynamic import OP_NAME, node_of
-from .builder import EmitContext, emitter
+from .builder import EmitContext, emitter, type_constraints
 
 __all__: list[str] = []
+
+# ops whose result is made of their input elements (moved, selected or compared), so running
+# them on float32 copies of float16/bfloat16 data changes nothing
+_MOVES_ELEMENTS = frozenset({
+    "Compress", "Unique", "OneHot", "ReverseSequence", "GatherND", "GatherElements", "Gather",
+    "ScatterND", "ScatterElements", "Tile", "Expand", "Slice", "Pad", "TopK", "Reshape",
+    "Transpose", "Squeeze", "Unsqueeze", "Split", "Concat", "Flatten", "CenterCropPad",
+    "NonZero", "Where",
+})
+_WIDENED = ("float16", "bfloat16")
 
 
 @emitter(OP_NAME)
@@ -21,12 +39,60 @@ def _node(ctx: EmitContext) -> Any:
                        f"was imported (at opset {ctx.attrs['opset']}), and opset {ctx.opset} "
                        f"has no {node.op_type}")
     inputs = [""] * len(node.input)
+    dtypes: list[str | None] = [None] * len(node.input)
     for k, slot in enumerate(ctx.attrs["input_slots"]):
         inputs[slot] = ctx.input(k)
+        dtypes[slot] = ctx.type_of(k).dtype
     while inputs and not inputs[-1]:
         inputs.pop()
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    return ctx.emit(node.op_type, inputs, outputs=len(node.output), **attrs)
+    widened = _widened_params(node, ctx.opset, dtypes)
+    if widened:
+        formal_in, _ = _formal_params(node.op_type, ctx.opset)
+        slot_type = {slot: ctx.type_of(k) for k, slot in enumerate(ctx.attrs["input_slots"])}
+        for i, name in enumerate(inputs):
+            if name and _param(formal_in, i) in widened:
+                # declared: reading the model back, a dynamic node's operands need types
+                inputs[i] = ctx.declare(ctx.cast(name, "float32"),
+                                        TensorType(slot_type[i].shape, "float32"))
+    outs = ctx.emit(node.op_type, inputs, outputs=len(node.output), **attrs)
+    if not widened:
+        return outs
+    _, formal_out = _formal_params(node.op_type, ctx.opset)
+    out_list = [outs] if len(node.output) == 1 else list(outs)
+    declared = ctx.attrs["out_types"]
+    for j, name in enumerate(out_list):
+        if _param(formal_out, j) in widened and declared[j][0] != "float32":
+            ctx.declare(name, TensorType(tuple(declared[j][1]), "float32"))
+            out_list[j] = ctx.cast(name, declared[j][0])
+    return out_list[0] if len(node.output) == 1 else out_list
+
+
+def _widened_params(node: NodeProto, opset: int, dtypes: list[str | None]) -> set[str]:
+    """The type params of ``node`` to run in float32: those bound to a float16/bfloat16 input
+    the schema does not take at ``opset`` but whose float32 it does (element-moving ops only)."""
+    if node.op_type not in _MOVES_ELEMENTS:
+        return set()
+    formal_in, _ = _formal_params(node.op_type, opset)
+    allowed = type_constraints(node.op_type, opset)
+    out: set[str] = set()
+    for i, dtype in enumerate(dtypes):
+        param = _param(formal_in, i)
+        if (dtype in _WIDENED and param in allowed and f"tensor({dtype})" not in allowed[param]
+                and "tensor(float)" in allowed[param]):
+            out.add(param)
+    return out
+
+
+def _param(formal: tuple[str, ...], i: int) -> str:
+    # a variadic formal parameter is the schema's last
+    return formal[min(i, len(formal) - 1)] if formal else ""
+
+
+@cache
+def _formal_params(op_type: str, opset: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    schema = defs.get_schema(op_type, opset)
+    return (tuple(f.type_str for f in schema.inputs), tuple(f.type_str for f in schema.outputs))
 
 
 def _exists(op_type: str, opset: int) -> bool:

@@ -234,14 +234,20 @@ def _reverse_sequence(ctx: EmitContext) -> str:
         lengths = ctx.emit("Clip", [_index_input(ctx, 1, ("int64",)),
                                     ctx.constant(np.array(1, np.int64)),
                                     ctx.constant(np.array(max(size, 1), np.int64))])
+    x, dtype = ctx.input(0), ctx.type_of(0).dtype
+    # bfloat16 came to ReverseSequence in opset 22; moving float32 copies is exact
+    widen = dtype in ("float16", "bfloat16") and ctx.lacks_type("ReverseSequence", dtype)
+    if widen:
+        x = ctx.cast(x, "float32")
     if {seq, batch} == {0, 1}:
-        return ctx.emit("ReverseSequence", [ctx.input(0), lengths], batch_axis=batch,
-                        time_axis=seq)
-    # ONNX's axes are 0 and 1: bring the batch and sequence axes there and back
-    perm = [batch, seq] + [a for a in range(rank) if a not in (batch, seq)]
-    x = ctx.transpose(ctx.input(0), perm)
-    y = ctx.emit("ReverseSequence", [x, lengths], batch_axis=0, time_axis=1)
-    return ctx.transpose(y, [perm.index(a) for a in range(rank)])
+        y = ctx.emit("ReverseSequence", [x, lengths], batch_axis=batch, time_axis=seq)
+    else:
+        # ONNX's axes are 0 and 1: bring the batch and sequence axes there and back
+        perm = [batch, seq] + [a for a in range(rank) if a not in (batch, seq)]
+        y = ctx.emit("ReverseSequence", [ctx.transpose(x, perm), lengths], batch_axis=0,
+                     time_axis=1)
+        y = ctx.transpose(y, [perm.index(a) for a in range(rank)])
+    return ctx.cast(y, dtype) if widen else y
 
 
 @emitter("trilu")

@@ -211,8 +211,11 @@ def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], want
                                             list(i.type.shape)) for i in lowered.inputs]
     # the graph goes into the model without its tensors: make_graph and make_model copy what
     # they are given, and copying the weights twice took longer than the rest of the export
+    declared = {rename.get(n, n): t for n, t in builder.value_info.items() if n in used}
+    value_info = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
+                  for n, t in declared.items() if n not in graph_inputs and n not in wanted]
     graph = helper.make_graph(make_node_protos(builder.nodes, rename), graph_name, inputs,
-                              outputs)
+                              outputs, value_info=value_info)
     opsets = [helper.make_opsetid("", builder.opset)]
     model = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER,
                               ir_version=helper.find_min_ir_version_for(opsets))
