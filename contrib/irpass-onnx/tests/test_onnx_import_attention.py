@@ -22,16 +22,18 @@ _ATTN_OUTPUTS = ("Y", "present_key", "present_value", "qk")
 
 
 def _run(op, inputs, input_names, output_names, opset, ref="ort", rtol=1e-4, atol=1e-5,
-         **attrs):
-    """Import a one-node model, evaluate it and compare every output with ``ref``."""
+         consts=(), **attrs):
+    """Import a one-node model, evaluate it and compare every output with ``ref``; the
+    inputs named in ``consts`` are initializers (known at import)."""
     names = [n if n in inputs else "" for n in input_names]
     while names and not names[-1]:
         names.pop()
     node = helper.make_node(op, names, list(output_names), **attrs)
-    feeds = {n: inputs[n] for n in names if n}
+    feeds = {n: inputs[n] for n in names if n and n not in consts}
     dtype = helper.np_dtype_to_tensor_dtype(inputs[input_names[0]].dtype)
     model = onnx_cases.make_model(
-        [node], feeds, {n: dtype for n in output_names if n}, opset)
+        [node], feeds, {n: dtype for n in output_names if n}, opset,
+        {n: inputs[n] for n in consts})
     got = irpass.evaluate(from_onnx(model), **feeds)
     got = list(got) if isinstance(got, tuple) else [got]
     if ref == "ort":
@@ -45,8 +47,8 @@ def _run(op, inputs, input_names, output_names, opset, ref="ort", rtol=1e-4, ato
         assert_outputs_close([g], [w], rtol=rtol, atol=atol, scaled_atol=atol)
 
 
-def attention(inputs, outputs=("Y",), opset=23, ref="ort", **attrs):
-    _run("Attention", inputs, _ATTN_INPUTS, outputs, opset, ref, **attrs)
+def attention(inputs, outputs=("Y",), opset=23, ref="ort", consts=(), **attrs):
+    _run("Attention", inputs, _ATTN_INPUTS, outputs, opset, ref, consts=consts, **attrs)
 
 
 def qkv(b=2, hq=4, hkv=4, sq=3, skv=5, d=8, dv=None, rank=4, seed=0, dtype="float32"):
@@ -97,8 +99,10 @@ def test_attention_fully_masked_rows_are_zero() -> None:
     inputs["attn_mask"] = np.array([[True, False, False], [False, False, False],
                                     [True, True, True]])
     for causal in (0, 1):
-        attention(inputs, outputs=("Y", "", "", "qk"), is_causal=causal, ref="onnx",
-                  qk_matmul_output_mode=3)
+        for consts in ((), ("attn_mask",)):  # a constant mask's rows are found at import
+            attention(inputs, outputs=("Y", "", "", "qk"), is_causal=causal, ref="onnx",
+                      qk_matmul_output_mode=3, consts=consts)
+    attention(dict(qkv(sq=4, skv=3)), is_causal=1)  # more queries than keys: row 0 sees one
 
 
 @pytest.mark.parametrize("rank", [3, 4])

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from irpass.evaluator import evaluate
 from irpass.ir import Constant, Expr, TensorType, Tuple
 from irpass.ir.types import numpy_dtype
 
@@ -282,6 +283,19 @@ def _attention(ctx: NodeContext) -> list[Expr]:
         pad = call("reshape", _bias_from_allowed(allowed, dtype), newshape=[batch, 1, 1, kv_len])
         bias = _add(bias, pad)
 
+    # a query row that may see no key at all gives zeros, not the NaN of exp(-inf)/0: the
+    # rows are known at import when the bias is (no run-time mask or nonpad_kv_seqlen)
+    blocked: Expr | None = None
+    if bias is not None and nonpad is None and (mask is None or ctx.known(3) is not None):
+        value = evaluate(bias)
+        bias = Constant(value)
+        rows = np.isneginf(np.max(value, axis=-1, keepdims=True))
+        if rows.any():
+            blocked = Constant(rows)
+    elif bias is not None:
+        blocked = call("equal", call("max", bias, axis=[-1], keepdims=True),
+                       _typed(-np.inf, dtype))
+
     # scores: Q and K are each scaled by sqrt(scale) (ONNX's guard against overflow)
     scale = ctx.attr("scale", None)
     scale = 1.0 / math.sqrt(head) if scale is None else float(scale)
@@ -310,10 +324,7 @@ def _attention(ctx: NodeContext) -> list[Expr]:
             ctx.fail(f"softmax_precision {code} is not one of {sorted(_PRECISIONS)}")
         wide = _PRECISIONS[code]
     probs = _softmax_last(_cast_to(scores, dtype, wide), wide, kv_len)
-    if bias is not None:
-        # a query row that may see no key at all gives zeros, not the NaN of exp(-inf)/0
-        blocked = call("equal", call("max", bias, axis=[-1], keepdims=True),
-                       _typed(-np.inf, dtype))
+    if blocked is not None:
         probs = call("where", blocked, _typed(0, wide), probs)
     probs = _cast_to(probs, wide, dtype)
     y = call("matmul", probs, _cast_to(v, vt.dtype, dtype))
