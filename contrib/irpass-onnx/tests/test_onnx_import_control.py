@@ -208,13 +208,24 @@ def test_loop_scan_output_with_a_runtime_trip_count_is_converted_when_it_is_know
     check(m, feeds)
 
 
-def test_loop_scan_output_with_a_runtime_trip_count_reading_outer_values_fails_cleanly():
-    m = model([node("Loop", ["M", "", "v0"], ["v", "scan"], body=loop_body(), name="lp")],
+def test_loop_scan_output_with_a_runtime_trip_count_reading_outer_values():
+    # converted on its own at run time, the node gets the enclosing values it reads (x, and
+    # e = exp(x), in the body and in an If nested in it) as extra loop-carried values
+    inner = graph([node("Add", ["d", "e"], ["t"])], [], [vi("t", F, [3])], name="t")
+    body = loop_body([node("Greater", ["fi", "one"], ["late"]),
+                      node("If", ["late"], ["d2"], then_branch=inner, else_branch=inner)])
+    body.output[1].name = "d2"
+    m = model([node("Exp", ["x"], ["e"]), node("Neg", ["x"], ["nx"]),
+               node("Loop", ["M", "", "v0"], ["v", "scan"], body=body, name="lp"),
+               node("Add", ["v", "nx"], ["y"])],
               [vi("M", I64, []), vi("x", F, [3]), vi("v0", F, [3])],
-              [vi("v", F, [3]), vi("scan", F, [5, 3])])
-    with pytest.raises(OnnxImportError, match=r"node 0 'lp' \(Loop\): it has scan outputs.*"
-                                              r"reads 'x'"):
-        from_onnx(m)
+              [vi("y", F, [3]), vi("v", F, [3]), vi("scan", F, [5, 3])],
+              {"one": np.float32(1)})
+    feeds = {"M": np.array(5, np.int64), "x": rand(3, seed=16), "v0": rand(3, seed=17)}
+    mod = check(m, feeds)
+    check_o3(mod, feeds, run_onnxruntime(m, feeds))
+    with pytest.raises(irpass.IRPassError, match="declares float32\\[5, 3\\]"):
+        irpass.evaluate(mod, **{**feeds, "M": np.array(4, np.int64)})
 
 
 def test_a_loop_carried_value_changing_type_fails_cleanly():

@@ -46,10 +46,11 @@ from irpass.ir import (
     Var,
     const,
 )
-from onnx import GraphProto
+from onnx import GraphProto, NodeProto, helper
 
+from ..dtypes import onnx_type_of
 from .context import NodeContext
-from .dynamic import RuntimeOperand
+from .dynamic import RuntimeOperand, dynamic_call
 from .graph import implicit_inputs, subgraphs
 from .registry import converter
 from .tensor import call, ints_of, norm_axis
@@ -260,28 +261,86 @@ def _loop(ctx: NodeContext) -> list[Expr]:
         if unrolled is not None:
             return unrolled
     if n_scan and (rounds is None or (cond is not None and first is None)):
-        _runtime_loop_operands(ctx, body, carried)
+        return _runtime_loop_operands(ctx, body, carried)
     _check_present(ctx, carried, "loop-carried value")
     return _recursive_loop(ctx, body, trip, cond, carried, n, n_scan, rounds)
 
 
-def _runtime_loop_operands(ctx: NodeContext, body: GraphProto, carried: list[Expr]) -> None:
-    """A Loop with scan outputs whose trip count or first condition is a run-time value: have
-    it imported as an ``onnx.node`` call (see :mod:`.dynamic`) when that can work."""
+def _runtime_loop_operands(ctx: NodeContext, body: GraphProto, carried: list[Expr]) -> list[Expr]:
+    """A Loop with scan outputs whose trip count or first condition is a run-time value:
+    imported as an ``onnx.node`` call (see :mod:`.dynamic`), converted again when the values
+    are known. A node converted on its own sees no enclosing graph, so the values of it that
+    the body reads are passed in as extra loop-carried values first."""
+    imp = ctx.importer
     outer = implicit_inputs(body)
+    for what, exprs in (("loop-carried value", carried),
+                        ("value of the enclosing graph", [imp.value(o) for o in outer])):
+        for k, e in enumerate(exprs):
+            if e in imp.absent or not isinstance(ctx.type_of_expr(e), TensorType):
+                ctx.fail(f"it has scan outputs and a run-time trip count or condition, and "
+                         f"the body's {what} {k} is not a tensor; irpass needs the trip count "
+                         "known at import")
+    cause = (RuntimeOperand(0, "trip count") if ctx.has_input(0) and ctx.known(0) is None
+             else RuntimeOperand(1, "cond"))
+    n = len(carried)
+    # a loop-carried value the model gives no type keeps its initial one (checked at run time)
+    types: dict[str, TensorType] = {}
+    for name, e in zip(ctx.node.output[:n], carried, strict=False):
+        if name and name not in imp.declared and imp.inferred_type(name) is None:
+            types[name] = ctx.type_of_expr(e)
+    node = ctx.node
     if outer:
-        ctx.fail(f"it has scan outputs, whose length depends on its trip count and condition, "
-                 f"which are run-time values; irpass converts such a node when they are "
-                 f"known only if its body reads no value of the enclosing graph (it reads "
-                 f"{', '.join(map(repr, outer[:5]))})")
-    for k, e in enumerate(carried):
-        if not isinstance(ctx.type_of_expr(e), TensorType):
-            ctx.fail(f"it has scan outputs and a run-time trip count or condition, and "
-                     f"loop-carried value {k} is not a tensor; irpass needs the trip count "
-                     "known at import")
-    if ctx.has_input(0) and ctx.known(0) is None:
-        raise RuntimeOperand(0, "trip count")
-    raise RuntimeOperand(1, "cond")
+        node, extra = _outer_as_carried(ctx, body, outer, n)
+        types.update(extra)
+    outs = dynamic_call(imp, NodeContext(imp, ctx.index, node), cause,
+                        {**imp.declared, **types})
+    return outs[:n] + outs[n + len(outer):]
+
+
+def _outer_as_carried(ctx: NodeContext, body: GraphProto, outer: list[str],
+                      n: int) -> tuple[NodeProto, dict[str, TensorType]]:
+    """A copy of the Loop node whose body reads the enclosing values ``outer`` as extra
+    loop-carried values (passed through unchanged), and the types of its extra outputs."""
+    node = NodeProto()
+    node.CopyFrom(ctx.node)
+    sub = next(a for a in node.attribute if a.name == "body").g
+    tag = f"{ctx.node.name or 'loop'}_{ctx.index}"
+    renamed = {o: f"{o}__{tag}_in" for o in outer}
+    for inner in _graphs_in(sub):
+        for nd in inner.node:
+            for j, name in enumerate(nd.input):
+                if name in renamed:
+                    nd.input[j] = renamed[name]
+    passed = []
+    extra: dict[str, TensorType] = {}
+    for j, o in enumerate(outer):
+        ty = ctx.type_of_expr(ctx.importer.value(o))
+        proto = helper.make_tensor_type_proto(onnx_type_of(ty.dtype, o), ty.shape)
+        sub.input.append(helper.make_value_info(renamed[o], proto))
+        out = f"{o}__{tag}_out"
+        sub.node.append(helper.make_node("Identity", [renamed[o]], [out]))
+        passed.append(helper.make_value_info(out, proto))
+        final = f"{o}__{tag}_final"
+        node.input.append(o)
+        node.output.insert(n + j, final)
+        extra[final] = ty
+    for g_out in sub.output:  # a body output that is an enclosing value read directly
+        if g_out.name in renamed:
+            g_out.name = renamed[g_out.name]
+    for j, vi in enumerate(passed):
+        sub.output.insert(1 + n + j, vi)
+    return node, extra
+
+
+def _graphs_in(graph: GraphProto) -> list[GraphProto]:
+    """``graph`` and the subgraphs nested in it."""
+    out, stack = [], [graph]
+    while stack:
+        g = stack.pop()
+        out.append(g)
+        for nd in g.node:
+            stack.extend(sub for _name, sub in subgraphs(nd))
+    return out
 
 
 def _unroll_loop(ctx: NodeContext, rounds: int, has_cond: bool, first: bool,

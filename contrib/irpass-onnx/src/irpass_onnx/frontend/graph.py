@@ -184,6 +184,8 @@ class GraphImporter:
         self.used_names: set[str] = set()
         #: Types from ONNX's shape inference (see inferred_type), computed on first need.
         self._inferred: dict[str, TensorType] | None = None
+        #: The static types this graph's ``value_info`` declares (set when the walk starts).
+        self.declared: dict[str, TensorType] = {}
         #: The importer of the main graph (a subgraph's importer shares its caches).
         self._root: GraphImporter = self
         #: Optional values that are absent (markers; see :mod:`.control`), by identity.
@@ -205,7 +207,7 @@ class GraphImporter:
         self.used_names.update(_names_read(graph))
         weight_params = self._initializers()
         input_params = self._inputs()
-        declared = self._value_info()
+        declared = self.declared = self._value_info()
         for index, node in enumerate(graph.node):
             self._convert(index, node, declared)
         body = self._outputs(declared)
@@ -487,7 +489,7 @@ class GraphImporter:
                          f"gets {ty}")
             child.env[inp.name] = expr
         child._initializers()
-        declared = child._value_info()
+        declared = child.declared = child._value_info()
         for index, node in enumerate(graph.node):
             child._convert(index, node, declared)
         outs = []
