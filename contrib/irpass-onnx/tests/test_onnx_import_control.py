@@ -135,7 +135,7 @@ def loop_reference(trip, x, v0, stop=None):
     return v, np.array(rows, np.float32).reshape(-1, 3)
 
 
-@pytest.mark.parametrize("trip", [3, UNROLL_BUDGET])
+@pytest.mark.parametrize("trip", [0, 3, UNROLL_BUDGET])
 def test_loop_with_trip_count_and_scan_output(trip):
     m = model([node("Loop", ["M", "cond", "v0"], ["v", "scan"], body=loop_body())],
               [vi("x", F, [3]), vi("v0", F, [3])], [vi("v"), vi("scan")],
@@ -146,6 +146,7 @@ def test_loop_with_trip_count_and_scan_output(trip):
     assert recursive(mod) == (trip > 100)
     np.testing.assert_allclose(irpass.evaluate(mod, **feeds)[1],
                                loop_reference(trip, feeds["x"], feeds["v0"])[1], rtol=1e-5)
+    assert irpass.evaluate(mod, **feeds)[1].shape == (trip, 3)
     check_o3(mod, feeds, run_onnxruntime(m, feeds))
 
 
@@ -309,6 +310,18 @@ def test_scan_directions_and_axes(rows, in_axis, in_dir, out_axes, out_dirs):
     mod = check(m, feeds)
     assert recursive(mod) == (rows > 100)
     check_o3(mod, feeds, run_onnxruntime(m, feeds))
+
+
+def test_a_scan_over_no_rows_gives_the_initial_state_and_empty_outputs():
+    # onnxruntime refuses a scan axis of length 0, so the reference is written here
+    n = node("Scan", ["s0", "xs"], ["s", "acc", "r3"], body=_scan_body(), num_scan_inputs=1,
+             scan_input_axes=[1], scan_output_axes=[0, 1])
+    m = model([n], [vi("s0", F, [4]), vi("xs", F, [4, 0])], [vi("s"), vi("acc"), vi("r3")],
+              opset=11)
+    s0 = rand(4, seed=18)
+    got = irpass.evaluate(from_onnx(m), s0=s0, xs=np.zeros((4, 0), np.float32))
+    np.testing.assert_array_equal(got[0], s0)
+    assert got[1].shape == (0, 4) and got[2].shape == (4, 0)
 
 
 def test_scan_opset_8_scans_each_batch_entry():

@@ -165,6 +165,12 @@ def _write_row(buf: Expr, row: Expr, index: Expr) -> Expr:
                 mode="update")
 
 
+def _empty_rows(ctx: NodeContext, row: Expr, what: str) -> Expr:
+    """No rows of ``row``'s type: a tensor of shape ``(0, *row.shape)``."""
+    ty = _tensor_type(ctx, row, what)
+    return call("zeros", [], shape=[0, *ty.shape], dtype=ty.dtype)
+
+
 def _from_axis0(buf: Expr, axis: int, rank: int) -> Expr:
     """``buf`` with its axis 0 moved to ``axis`` (of ``rank`` axes)."""
     if axis == 0:
@@ -410,6 +416,9 @@ def _recursive_loop(ctx: NodeContext, body: GraphProto, trip: Expr | None, cond:
         if rounds is None or stops_early:
             ctx.fail("its scan outputs' length is the number of rounds, which its condition "
                      "decides at run time; irpass needs static shapes")
+        if rounds == 0:  # nothing runs: the initial values and empty scan outputs
+            return carried + [_empty_rows(ctx, row, f"scan output {k}")
+                              for k, row in enumerate(outs[1 + n:])]
         for k, row in enumerate(outs[1 + n:]):
             rty = _tensor_type(ctx, row, f"scan output {k}")
             buf = Var(f"scan{k}", TensorType((int(rounds), *rty.shape), rty.dtype))
@@ -548,12 +557,26 @@ def _recursive_scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], axes: 
     last = const(np.int64(rounds - 1))
     back = call("subtract", [last, i])
     vs = [Var(f"s{j}", ctx.type_of_expr(e)) for j, e in enumerate(states)]
-    slices = [_slice_at(x, back if d else i, a) for x, a, d in zip(xs, axes, in_dirs, strict=True)]
+    if rounds:
+        slices = [_slice_at(x, back if d else i, a)
+                  for x, a, d in zip(xs, axes, in_dirs, strict=True)]
+    else:  # no slice to take: the body is imported only for its outputs' types
+        slices = []
+        for j, (x, a) in enumerate(zip(xs, axes, strict=True)):
+            ty = ctx.type_of_expr(x)
+            slices.append(Var(f"x{j}", TensorType(ty.shape[:a] + ty.shape[a + 1:], ty.dtype)))
     outs = imp.import_subgraph(ctx, "body", [*vs, *slices], bindings)
     for j, (v, e) in enumerate(zip(vs, outs[:n], strict=True)):
         ty = ctx.type_of_expr(e)
         if ty != v.type_annotation:
             ctx.fail(f"state {j} is {v.type_annotation} on entry but {ty} after a round")
+    if rounds == 0:  # nothing runs: the initial states and empty scan outputs
+        return states + [
+            _from_axis0(_empty_rows(ctx, row, f"scan output {j}"),
+                        norm_axis(ctx, axis, len(ctx.type_of_expr(row).shape) + 1,
+                                  f"scan_output_axes[{j}]"),
+                        len(ctx.type_of_expr(row).shape) + 1)
+            for j, (row, axis) in enumerate(zip(outs[n:], out_axes, strict=True))]
     bufs, writes, zeros, ranks = [], [], [], []
     for j, (row, d) in enumerate(zip(outs[n:], out_dirs, strict=True)):
         rty = _tensor_type(ctx, row, f"scan output {j}")
