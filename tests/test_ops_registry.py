@@ -211,6 +211,22 @@ CASES: dict[str, tuple] = {
         lambda: op.nn.avg_pool3d(V[0], 2, 2, padding=(1, 0, 0), count_include_pad=True),
         [r(1, 2, 3, 4, 4)],
     ),
+    "image.resize1d": (
+        lambda: op.image.resize1d(V[0], (7,), method="cubic", cubic_alpha=-0.75,
+                                  scales=(1.5,)),
+        [r(1, 2, 5)],
+    ),
+    "image.resize2d": (
+        lambda: op.image.resize2d(V[0], (3, 5), roi=(0.1, 0.0, 0.9, 1.2), layout="NHWC",
+                                  coordinate_transformation_mode="tf_crop_and_resize",
+                                  extrapolation_value=-1.0),
+        [r(1, 4, 4, 2)],
+    ),
+    "image.resize3d": (
+        lambda: op.image.resize3d(V[0], (1, 4, 2), method="nearest_neighbor",
+                                  rounding_method="round_prefer_ceil"),
+        [r(1, 1, 2, 3, 4)],
+    ),
     "nn.conv2d_transpose": (
         lambda: op.nn.conv2d_transpose(
             V[0], V[1], strides=2, padding=1, output_padding=1, groups=2

@@ -282,6 +282,14 @@ def _pool_nd(name, shape, **kw):
     return build
 
 
+def _build_resize(n, shape, size, **kw):
+    def build():
+        x = _x(shape)
+        return fn([x], getattr(op.image, f"resize{n}d")(x, size, **kw))
+
+    return build
+
+
 def _pool(name, **kw):
     def build():
         x = _x((1, 3, 9, 8))
@@ -737,6 +745,19 @@ CASES = {
     "avg_pool2d_ceil_last_window_in_pad": (
         _pool_nd("avg_pool2d", (1, 1, 2, 2), pool_size=3, strides=3, padding=1, ceil_mode=True),
         (9, 17)),
+    "image.resize1d": (_build_resize(1, (1, 2, 5), (8,), method="cubic", cubic_alpha=-0.75),
+                       (9, 13, 17)),
+    "image.resize2d": (_build_resize(2, (1, 3, 4, 5), (6, 10), method="nearest_neighbor",
+                                     coordinate_transformation_mode="asymmetric"), OPSETS),
+    "resize2d_nhwc_crop": (_build_resize(2, (1, 4, 4, 2), (3, 5), roi=(0.1, 0.0, 0.9, 1.2),
+                                         layout="NHWC", extrapolation_value=-1.0,
+                                         coordinate_transformation_mode="tf_crop_and_resize"),
+                           (11, 17)),
+    "resize2d_antialias": (_build_resize(2, (1, 1, 8, 8), (3, 5), antialias=True), (13, 18)),
+    "resize2d_rounded_scales": (_build_resize(2, (1, 2, 5, 6), (3, 4), scales=(0.6, 0.7),
+                                              coordinate_transformation_mode="align_corners"),
+                                (9, 13)),
+    "image.resize3d": (_build_resize(3, (1, 1, 2, 3, 4), (4, 3, 2)), (9, 17)),
     "nn.conv2d_transpose": (_build_conv2d_transpose, (9, 17)),
     "conv2d_transpose_grouped": (_build_conv2d_transpose_grouped, (17,)),
     "nn.max_pool2d": (_pool("max_pool2d", pool_size=3, strides=2, padding=1), (9, 17)),

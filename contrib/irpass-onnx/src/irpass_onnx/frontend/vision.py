@@ -1,6 +1,245 @@
 """Converters of the ONNX image and detection ops: Resize, Upsample, GridSample, AffineGrid,
-RoiAlign, NonMaxSuppression, MaxRoiPool, DeformConv, Col2Im."""
+RoiAlign, NonMaxSuppression, MaxUnpool.
+
+Resize's ``scales``/``sizes``/``roi`` operands fix the output shape, so they are read at import
+(:meth:`NodeContext.const_input`); the batch and channel axes must keep their size.
+NonMaxSuppression's output length depends on the data: its result is computed at import from
+the (constant, or at run time re-imported) inputs.
+"""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
+from irpass.ir import Expr
+
+from .context import NodeContext
+from .registry import converter
+from .tensor import as_const, call, norm_axes
+
 __all__: list[str] = []
+
+_METHODS = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic",
+            "bilinear": "linear", "trilinear": "linear"}
+
+
+def _floats(value: np.ndarray | None) -> list[float] | None:
+    """A float operand as a list; an empty one (ONNX's way to leave it out) as None."""
+    if value is None or value.size == 0:
+        return None
+    return [float(v) for v in value.reshape(-1)]
+
+
+def _spatial(ctx: NodeContext, rank: int) -> int:
+    n = rank - 2
+    if n not in (1, 2, 3):
+        ctx.fail(f"resizing a rank-{rank} input is not supported; irpass resizes the 1, 2 or "
+                 "3 spatial axes of an (N, C, spatial...) tensor")
+    return n
+
+
+def _resize(ctx: NodeContext, scales: list[float] | None, sizes: list[int] | None,
+            roi: list[float] | None, axes: list[int] | None, **attrs: Any) -> Expr:
+    """An image.resizeNd call for ONNX's full-rank (or ``axes``-wise) scales or sizes,
+    following the reference's rules for the output size and the scale factors."""
+    shape = ctx.type_of(0).shape
+    r = len(shape)
+    n = _spatial(ctx, r)
+    given = axes if axes is not None else list(range(r))
+    count = len(scales if scales is not None else sizes)  # type: ignore[arg-type]
+    if count != len(given):
+        ctx.fail(f"{'scales' if scales is not None else 'sizes'} has {count} values for "
+                 f"{len(given)} axes")
+    full_roi = [0.0] * r + [1.0] * r
+    if roi is not None:
+        if len(roi) != 2 * len(given):
+            ctx.fail(f"roi has {len(roi)} values; expected {2 * len(given)} (starts, ends)")
+        for i, a in enumerate(given):
+            full_roi[a], full_roi[r + a] = roi[i], roi[len(given) + i]
+    if scales is not None:
+        factor = [1.0] * r
+        for a, s in zip(given, scales, strict=True):
+            if not s > 0:
+                ctx.fail(f"scales must be > 0, got {scales}")
+            factor[a] = s
+        out = [int(math.floor(s * d)) for s, d in zip(factor, shape, strict=True)]
+        explicit = True
+    else:
+        out = list(shape)
+        for a, s in zip(given, sizes, strict=True):  # type: ignore[arg-type]
+            if s < 0:
+                ctx.fail(f"sizes must be >= 0, got {sizes}")
+            out[a] = int(s)
+        factor = [o / d if d else 1.0 for o, d in zip(out, shape, strict=True)]
+        policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
+        explicit = policy != "stretch"
+        if policy in ("not_larger", "not_smaller"):
+            pick = min if policy == "not_larger" else max
+            scale = pick(factor[a] for a in given)
+            factor = [scale if a in given else 1.0 for a in range(r)]
+            out = [int(scale * shape[a] + 0.5) if a in given else shape[a] for a in range(r)]
+        elif policy != "stretch":
+            ctx.fail(f"keep_aspect_ratio_policy {policy!r} is not one of stretch, not_larger, "
+                     "not_smaller")
+    for a in (0, 1):
+        if out[a] != shape[a] or not math.isclose(factor[a], 1.0) or (
+                attrs["coordinate_transformation_mode"] == "tf_crop_and_resize"
+                and (full_roi[a], full_roi[r + a]) != (0.0, 1.0)):
+            ctx.fail(f"resizing axis {a} ({'batch' if a == 0 else 'channels'}) is not "
+                     "supported; irpass resizes the spatial axes only")
+    spatial = list(range(2, r))
+    return call(
+        f"image.resize{n}d", [ctx.input(0)],
+        size=tuple(out[a] for a in spatial),
+        roi=tuple(full_roi[a] for a in spatial) + tuple(full_roi[r + a] for a in spatial),
+        scales=tuple(factor[a] for a in spatial) if explicit else None,
+        **attrs,
+    )
+
+
+@converter("Resize", since=10)
+def _resize_10(ctx: NodeContext) -> Expr:
+    scales = _floats(ctx.const_input(1, "scales"))
+    if scales is None:
+        ctx.fail("input 1 (scales) is empty")
+    return _resize(ctx, scales, None, None, None, **_legacy_attrs(ctx, scales))
+
+
+def _legacy_attrs(ctx: NodeContext, scales: list[float]) -> dict[str, Any]:
+    """Upsample's and Resize-10's fixed geometry: asymmetric coordinates; nearest rounds
+    down when upsampling and up when downsampling (as onnxruntime does)."""
+    mode = ctx.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        ctx.fail(f"mode {mode!r} is not one of nearest, linear")
+    spatial = scales[2:]
+    rounding = "floor"
+    if mode == "nearest" and any(s < 1 for s in spatial):
+        if not all(s < 1 for s in spatial):
+            ctx.fail(f"nearest resizing that upsamples some axes and downsamples others "
+                     f"(scales {scales}) is not supported at this opset")
+        rounding = "ceil"
+    return dict(method=_METHODS[mode], coordinate_transformation_mode="asymmetric",
+                rounding_method=rounding)
+
+
+@converter("Upsample", since=7)
+def _upsample_7(ctx: NodeContext) -> Expr:
+    scales = [float(s) for s in ctx.attr("scales")]
+    return _resize(ctx, scales, None, None, None, **_legacy_attrs(ctx, scales))
+
+
+@converter("Upsample", since=9)
+def _upsample_9(ctx: NodeContext) -> Expr:
+    scales = _floats(ctx.const_input(1, "scales"))
+    if scales is None:
+        ctx.fail("input 1 (scales) is empty")
+    return _resize(ctx, scales, None, None, None, **_legacy_attrs(ctx, scales))
+
+
+@converter("Resize", since=11)
+def _resize_11(ctx: NodeContext) -> Expr:
+    xt = ctx.type_of(0)
+    mode = ctx.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "cubic"):
+        ctx.fail(f"mode {mode!r} is not one of nearest, linear, cubic")
+    coords = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    known = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+             "tf_crop_and_resize", "half_pixel_symmetric", "tf_half_pixel_for_nn")
+    if coords not in known:
+        ctx.fail(f"coordinate_transformation_mode {coords!r} is not one of {', '.join(known)}")
+    nearest = ctx.attr("nearest_mode", "round_prefer_floor")
+    if nearest not in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+        ctx.fail(f"nearest_mode {nearest!r} is not one of round_prefer_floor, "
+                 "round_prefer_ceil, floor, ceil")
+    antialias = bool(ctx.attr("antialias", 0))
+    if antialias and mode == "nearest":
+        ctx.fail("antialias applies to linear and cubic modes, not nearest")
+    axes = ctx.attr("axes", None)
+    if axes is not None:
+        axes = norm_axes(ctx, axes, len(xt.shape))
+    roi = None
+    if coords == "tf_crop_and_resize":
+        roi = _floats(ctx.const_input(1, "roi", optional=True))
+    scales = _floats(ctx.const_input(2, "scales", optional=True))
+    sizes = ctx.const_input(3, "sizes", optional=True)
+    sizes_list = None if sizes is None or sizes.size == 0 else [int(s) for s in sizes]
+    if (scales is None) == (sizes_list is None):
+        ctx.fail("exactly one of scales and sizes must be given")
+    return _resize(
+        ctx, scales, sizes_list, roi, axes,
+        method=_METHODS[mode], coordinate_transformation_mode=coords,
+        rounding_method=nearest if mode == "nearest" else "",
+        cubic_alpha=float(ctx.attr("cubic_coeff_a", -0.75)),
+        cubic_exclude=bool(ctx.attr("exclude_outside", 0)),
+        extrapolation_value=float(ctx.attr("extrapolation_value", 0.0)),
+        antialias=antialias,
+    )
+
+
+# -- non-maximum suppression --------------------------------------------------------------------
+
+
+def nms_reference(boxes: np.ndarray, scores: np.ndarray, max_out: int, iou_threshold: float,
+                  score_threshold: float | None, center_point_box: int) -> np.ndarray:
+    """ONNX NonMaxSuppression's selected (batch, class, box) triples, in ONNX's order: for
+    each batch and class, boxes by decreasing score, each kept unless it overlaps a kept one
+    by more than ``iou_threshold`` (IoU), at most ``max_out`` per class."""
+    if center_point_box:
+        cx, cy, w, h = (boxes[..., i] for i in range(4))
+        y1, x1, y2, x2 = cy - h / 2, cx - w / 2, cy + h / 2, cx + w / 2
+    else:
+        y1, x1, y2, x2 = (boxes[..., i] for i in range(4))
+        y1, y2 = np.minimum(y1, y2), np.maximum(y1, y2)
+        x1, x2 = np.minimum(x1, x2), np.maximum(x1, x2)
+    area = (y2 - y1) * (x2 - x1)
+    selected: list[tuple[int, int, int]] = []
+    for b in range(scores.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            # a stable sort of -score: equal scores keep their box order
+            order = [int(i) for i in np.argsort(-s, kind="stable")
+                     if score_threshold is None or s[i] > score_threshold]
+            kept: list[int] = []
+            for i in order:
+                if len(kept) >= max_out:
+                    break
+                ok = True
+                for j in kept:
+                    ih = min(y2[b, i], y2[b, j]) - max(y1[b, i], y1[b, j])
+                    iw = min(x2[b, i], x2[b, j]) - max(x1[b, i], x1[b, j])
+                    inter = max(ih, 0.0) * max(iw, 0.0)
+                    union = area[b, i] + area[b, j] - inter
+                    if inter > 0 and min(area[b, i], area[b, j], union) > 0 \
+                            and inter / union > iou_threshold:
+                        ok = False
+                        break
+                if ok:
+                    kept.append(i)
+            selected.extend((b, c, i) for i in kept)
+    return np.array(selected, dtype=np.int64).reshape(-1, 3)
+
+
+@converter("NonMaxSuppression", since=10)
+def _nms(ctx: NodeContext) -> Expr:
+    boxes = ctx.const_input(0, "boxes")
+    scores = ctx.const_input(1, "scores")
+    if boxes.ndim != 3 or boxes.shape[2] != 4:
+        ctx.fail(f"boxes must be (batches, boxes, 4), got shape {list(boxes.shape)}")
+    if scores.ndim != 3 or scores.shape[0] != boxes.shape[0] or \
+            scores.shape[2] != boxes.shape[1]:
+        ctx.fail(f"scores {list(scores.shape)} do not match boxes {list(boxes.shape)} "
+                 "(expected (batches, classes, boxes))")
+    max_out = ctx.const_input(2, "max_output_boxes_per_class", optional=True)
+    iou = ctx.const_input(3, "iou_threshold", optional=True)
+    score = ctx.const_input(4, "score_threshold", optional=True)
+    limit = 0 if max_out is None or max_out.size == 0 else int(max_out.reshape(-1)[0])
+    center = int(ctx.attr("center_point_box", 0))
+    if center not in (0, 1):
+        ctx.fail(f"center_point_box must be 0 or 1, got {center}")
+    result = nms_reference(
+        boxes, scores, max(limit, 0),
+        0.0 if iou is None or iou.size == 0 else float(iou.reshape(-1)[0]),
+        None if score is None or score.size == 0 else float(score.reshape(-1)[0]), center)
+    return as_const(ctx, result)
