@@ -2,12 +2,16 @@
 
 The transform length is static (a constant ``dft_length``, ``frame_length`` or the axis
 size), so a DFT is two products with constant cosine and sine matrices, computed in float64
-(as numpy's FFT, ONNX's reference, computes) and rounded to the input's dtype once. The
+(as numpy's FFT, ONNX's reference, computes) and rounded to the input's dtype once; a long
+one (matrices over 2**20 values) takes one Cooley-Tukey step over two factors of its length,
+so that its matrices stay small (a long prime length is refused). The
 window functions and MelWeightMatrix depend only on their scalar operands: they import as
 constants (a run-time operand makes the node a dynamic call, see :mod:`.dynamic`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from irpass.ir import Constant, Expr, Tuple
@@ -22,7 +26,10 @@ __all__: list[str] = []
 
 _FLOATS = ("float16", "float32", "float64", "bfloat16")
 _WIDE = "float64"
-#: The largest cosine (or sine) matrix a DFT may use: 2**24 float64 values, 128 MiB.
+#: A DFT whose matrices have at most this many values is one product (2**20: 8 MiB each);
+#: a longer one is factored (:func:`_factored`).
+_DIRECT_MAX = 1 << 20
+#: The largest matrix a factored DFT may use: 2**24 float64 values, 128 MiB.
 _MAX_MATRIX = 1 << 24
 
 
@@ -62,10 +69,6 @@ def _dft(ctx: NodeContext, x: Expr, shape: tuple[int, ...], dtype: str, axis: in
     # how many input values the transform reads: numpy pads or truncates to this
     used = min(length, n // 2 + 1 if irfft else n)
     bins = n if irfft else n // 2 + 1 if onesided else n
-    if used * bins > _MAX_MATRIX:
-        ctx.fail(f"a DFT of length {n} over {used} input values would need two {used}x{bins} "
-                 f"constant matrices (more than {_MAX_MATRIX} elements each); irpass "
-                 "computes a DFT as a matrix product")
     if used < length:
         xt = call("strided_slice", xt, begin=[0], end=[used], axes=[rank - 1])
 
@@ -75,42 +78,15 @@ def _dft(ctx: NodeContext, x: Expr, shape: tuple[int, ...], dtype: str, axis: in
 
     re = part(0)
     im = part(1) if complex_in else None
-    if irfft:
-        # a real signal from its one-sided spectrum: the bins 1..n/2-1 stand for their
-        # conjugate mirror too (weight 2); DC and Nyquist count once, their imaginary parts
-        # are ignored (numpy's irfft)
-        theta = _angles(used, n, n)
-        weight = np.full((used, 1), 2.0)
-        weight[0] = 1.0
-        if n % 2 == 0 and used == n // 2 + 1:
-            weight[-1] = 1.0
-        cos, sin = weight * np.cos(theta) / n, weight * np.sin(theta) / n
-        if used:
-            sin[0] = 0.0
-        if n % 2 == 0 and used == n // 2 + 1:
-            sin[-1] = 0.0
-        y = call("matmul", re, _wide(cos))
-        if im is not None:
-            y = call("subtract", y, call("matmul", im, _wide(sin)))
-        parts = [y]
+    others = [a for a in range(rank - 1) if a != axis]
+    if used * bins <= _DIRECT_MAX:
+        parts = _direct(re, im, used, n, bins, inverse, irfft)
     else:
-        theta = _angles(used, bins, n)
-        cos, sin = np.cos(theta), np.sin(theta)
-        if inverse:
-            cos, sin = cos / n, sin / n
-        sign = 1.0 if inverse else -1.0  # e^{sign i theta}
-        # (re + i im)(cos + sign i sin)
-        y_re = call("matmul", re, _wide(cos))
-        y_im = call("matmul", re, _wide(sign * sin))
-        if im is not None:
-            y_re = call("subtract", y_re, call("matmul", im, _wide(sign * sin)))
-            y_im = call("add", y_im, call("matmul", im, _wide(cos)))
-        parts = [y_re, y_im]
+        parts = _factored(ctx, re, im, [shape[a] for a in others], used, n, inverse, onesided)
     # (..., bins) each -> (..., bins, c) -> the bins back at ``axis``
     y = call("concatenate", Tuple([call("expand_dims", p, axis=rank - 1) for p in parts]),
              axis=rank - 1) if len(parts) > 1 else call("expand_dims", parts[0], axis=rank - 1)
     back = [0] * rank
-    others = [a for a in range(rank - 1) if a != axis]
     for pos, a in enumerate(others):
         back[a] = pos
     back[axis] = rank - 2
@@ -118,6 +94,107 @@ def _dft(ctx: NodeContext, x: Expr, shape: tuple[int, ...], dtype: str, axis: in
     if back != list(range(rank)):
         y = call("transpose", y, axes=back)
     return call("cast", y, dtype=dtype) if dtype != _WIDE else y
+
+
+def _direct(re: Expr, im: Expr | None, used: int, n: int, bins: int, inverse: bool,
+            irfft: bool) -> list[Expr]:
+    """The transform of (..., used) parts as products with (used, bins) matrices: the real
+    and imaginary parts of the result (the real part only for the one-sided inverse)."""
+    if irfft:
+        # a real signal from its one-sided spectrum: the bins 1..n/2-1 stand for their
+        # conjugate mirror too (weight 2); DC and Nyquist count once, their imaginary parts
+        # are ignored (numpy's irfft)
+        theta = _angles(used, n, n)
+        weight = np.full((used, 1), 2.0)
+        weight[0] = 1.0
+        nyquist = n % 2 == 0 and used == n // 2 + 1
+        if nyquist:
+            weight[-1] = 1.0
+        cos, sin = weight * np.cos(theta) / n, weight * np.sin(theta) / n
+        sin[0] = 0.0
+        if nyquist:
+            sin[-1] = 0.0
+        y = call("matmul", re, _wide(cos))
+        if im is not None:
+            y = call("subtract", y, call("matmul", im, _wide(sin)))
+        return [y]
+    theta = _angles(used, bins, n)
+    cos, sin = np.cos(theta), np.sin(theta)
+    if inverse:
+        cos, sin = cos / n, sin / n
+    return _cmatmul(re, im, cos, sin if inverse else -sin)
+
+
+def _cmatmul(re: Expr, im: Expr | None, m_re: np.ndarray, m_im: np.ndarray
+             ) -> list[Expr]:
+    """(re + i im) @ (m_re + i m_im), ``im`` None for a real left side."""
+    y_re = call("matmul", re, _wide(m_re))
+    y_im = call("matmul", re, _wide(m_im))
+    if im is not None:
+        y_re = call("subtract", y_re, call("matmul", im, _wide(m_im)))
+        y_im = call("add", y_im, call("matmul", im, _wide(m_re)))
+    return [y_re, y_im]
+
+
+def _factored(ctx: NodeContext, re: Expr, im: Expr | None, lead: list[int], used: int, n: int,
+              inverse: bool, onesided: bool) -> list[Expr]:
+    """A long transform as one Cooley-Tukey step, n = n1 * n2: n2 transforms of length n1,
+    a twiddle product, n1 transforms of length n2 (matrices of n1^2 and n2^2 values instead
+    of n^2). Same parts as :func:`_direct`."""
+    n1 = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+    n2 = n // n1
+    if n1 == 1 or n2 * n2 > _MAX_MATRIX:
+        ctx.fail(f"a DFT of length {n} needs a {n2}x{n2} constant matrix (more than "
+                 f"{_MAX_MATRIX} elements); irpass computes a DFT as matrix products over "
+                 "the factors of its length")
+    r = len(lead)
+
+    def padded(x: Expr, size: int) -> Expr:
+        if used >= size:
+            return x
+        zeros = Constant(np.zeros(lead + [size - used]))
+        return call("concatenate", Tuple([x, zeros]), axis=r)
+
+    if inverse and onesided:
+        # the whole spectrum from its one-sided half: X[k] = conj(X[n - k]) above n / 2; the
+        # imaginary parts of DC and Nyquist are ignored (numpy's irfft)
+        half = n // 2 + 1
+        index = Constant(np.concatenate([np.arange(half), n - np.arange(half, n)]))
+        re = call("take", padded(re, half), index, axis=r)
+        if im is not None:
+            sign = np.where(np.arange(n) < half, 1.0, -1.0)
+            sign[0] = 0.0
+            if n % 2 == 0:
+                sign[n // 2] = 0.0
+            im = call("multiply", call("take", padded(im, half), index, axis=r), _wide(sign))
+    else:
+        re = padded(re, n)
+        im = None if im is None else padded(im, n)
+    s = 1.0 if inverse else -1.0  # e^{s i theta}
+
+    def split(x: Expr) -> Expr:  # index n2 * m1 + m2 -> (..., m2, m1)
+        x = call("reshape", x, newshape=lead + [n1, n2])
+        return call("transpose", x, axes=list(range(r)) + [r + 1, r])
+
+    t1 = _angles(n1, n1, n1)
+    b_re, b_im = _cmatmul(split(re), None if im is None else split(im),
+                          np.cos(t1), s * np.sin(t1))  # (..., m2, k1)
+    tw = _angles(n2, n1, n)  # the twiddles e^{s i 2 pi m2 k1 / n}
+    tw_re, tw_im = _wide(np.cos(tw)), _wide(s * np.sin(tw))
+    c_re = call("subtract", call("multiply", b_re, tw_re), call("multiply", b_im, tw_im))
+    c_im = call("add", call("multiply", b_re, tw_im), call("multiply", b_im, tw_re))
+    swap = list(range(r)) + [r + 1, r]
+    t2 = _angles(n2, n2, n2)
+    scale = 1.0 / n if inverse else 1.0
+    d = _cmatmul(call("transpose", c_re, axes=swap), call("transpose", c_im, axes=swap),
+                 scale * np.cos(t2), scale * s * np.sin(t2))  # (..., k1, k2)
+    # bin k1 + n1 * k2: (..., k2, k1) flattened
+    out = [call("reshape", call("transpose", p, axes=swap), newshape=lead + [n]) for p in d]
+    if inverse and onesided:
+        return out[:1]
+    if onesided:
+        out = [call("strided_slice", p, begin=[0], end=[n // 2 + 1], axes=[r]) for p in out]
+    return out
 
 
 def _signal_type(ctx: NodeContext, i: int, what: str) -> tuple[tuple[int, ...], str]:
