@@ -1,8 +1,10 @@
-"""Attention (opsets 23-25) and RotaryEmbedding (23) against onnxruntime, or against ONNX's
-reference implementation where onnxruntime lacks a feature: 3-D and 4-D inputs, grouped-query
-heads, bool and float masks (short ones padded), is_causal with and without a cache, scale,
-softcap, softmax_precision, past/present key and value, every qk_matmul_output_mode,
-nonpad_kv_seqlen, sliding windows, and the errors."""
+"""Attention (opsets 23-25), RotaryEmbedding (23), LinearAttention and CausalConvWithState
+(27) against onnxruntime, or against ONNX's reference implementation where onnxruntime lacks a
+feature: 3-D and 4-D inputs, grouped-query heads, bool and float masks (short ones padded,
+given at run time or as constants), is_causal with and without a cache, scale, softcap,
+softmax_precision, past/present key and value, every qk_matmul_output_mode, nonpad_kv_seqlen,
+sliding windows; rotary interleaving, partial rotation and position ids; every linear-attention
+update rule; and the errors."""
 
 from __future__ import annotations
 
