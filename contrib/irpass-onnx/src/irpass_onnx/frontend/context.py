@@ -11,7 +11,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 from ..dtypes import dtype_of
 from ..errors import OnnxImportError
 from ..options import ImportOptions
-from .dynamic import RuntimeOperand
+from .dynamic import RuntimeOperand, is_region_value
 
 if TYPE_CHECKING:
     from .graph import GraphImporter
@@ -115,7 +115,12 @@ class NodeContext:
             if optional:
                 return None
             self.fail(f"input {i} is required but missing")
-        return self._importer.value(self.node.input[i])
+        value = self._importer.value(self.node.input[i])
+        if is_region_value(value):
+            # computed without a static type by a region of nodes (frontend/dynamic.py): the
+            # importer makes this node part of the region
+            raise RuntimeOperand(i, "a value without a static shape")
+        return value
 
     def inputs(self) -> list[Expr | None]:
         """Every input slot as an expression (``None`` for an absent optional input)."""
