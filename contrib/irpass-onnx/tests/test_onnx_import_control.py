@@ -360,3 +360,28 @@ def test_the_import_leaves_a_model_with_subgraphs_as_it_was():
     from_onnx(m)
     assert m.SerializeToString() == before
     assert onnx.load_from_string(before) == m
+
+
+@pytest.mark.parametrize(("outer_rounds", "inner_rounds"), [(3, 4), (300, 600), (3, 600)])
+def test_nested_loops_unrolled_or_recursive(outer_rounds, inner_rounds):
+    # outer: v += inner(w0 = v / 2); inner: w += x * j * 1e-4 -- the inner loop reads x from
+    # the main graph and its trip count N from an initializer
+    inner = graph([node("Cast", ["j"], ["fj"], to=F), node("Mul", ["x", "fj"], ["d"]),
+                   node("Mul", ["d", "tiny"], ["d2"]), node("Add", ["w_in", "d2"], ["w_out"]),
+                   node("Identity", ["c2"], ["c2o"])],
+                  [vi("j", I64, []), vi("c2", B, []), vi("w_in", F, [3])],
+                  [vi("c2o", B, []), vi("w_out", F, [3])], {"tiny": np.float32(1e-4)},
+                  name="inner")
+    outer = graph([node("Mul", ["v_in", "half"], ["w0"]),
+                   node("Loop", ["N", "", "w0"], ["w"], body=inner),
+                   node("Add", ["v_in", "w"], ["v_out"]), node("Identity", ["c_in"], ["c_out"])],
+                  [vi("i", I64, []), vi("c_in", B, []), vi("v_in", F, [3])],
+                  [vi("c_out", B, []), vi("v_out", F, [3])], {"half": np.float32(0.5)},
+                  name="outer")
+    m = model([node("Loop", ["M", "", "v0"], ["v"], body=outer)],
+              [vi("x", F, [3]), vi("v0", F, [3])], [vi("v")],
+              {"M": np.int64(outer_rounds), "N": np.int64(inner_rounds)})
+    feeds = {"x": rand(3, seed=19), "v0": rand(3, seed=20)}
+    mod = check(m, feeds)
+    assert recursive(mod) == (inner_rounds > 100)
+    check_o3(mod, feeds, run_onnxruntime(m, feeds))

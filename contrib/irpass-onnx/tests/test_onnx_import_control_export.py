@@ -1,7 +1,7 @@
 """Writing control flow back to ONNX: unrolled loops and scans are plain dataflow and export;
 a Loop converted at run time exports as a Loop node (the enclosing values its body reads passed
-in as loop-carried values); an IR ``If`` and a loop in the
-recursive form are a clean :class:`OnnxExportError` naming the construct."""
+in as loop-carried values); an IR ``If`` and a loop in the recursive form are a clean
+:class:`OnnxExportError` naming the construct."""
 
 from __future__ import annotations
 
