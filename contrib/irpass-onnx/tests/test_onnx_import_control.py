@@ -362,8 +362,9 @@ def test_the_import_leaves_a_model_with_subgraphs_as_it_was():
     assert onnx.load_from_string(before) == m
 
 
-@pytest.mark.parametrize(("outer_rounds", "inner_rounds"), [(3, 4), (300, 600), (3, 600)])
-def test_nested_loops_unrolled_or_recursive(outer_rounds, inner_rounds):
+@pytest.mark.parametrize(("outer_rounds", "inner_rounds", "recursion"), [
+    (3, 4, False), (150, 4, True), (20, 300, True)])
+def test_nested_loops_unrolled_or_recursive(outer_rounds, inner_rounds, recursion):
     # outer: v += inner(w0 = v / 2); inner: w += x * j * 1e-4 -- the inner loop reads x from
     # the main graph and its trip count N from an initializer
     inner = graph([node("Cast", ["j"], ["fj"], to=F), node("Mul", ["x", "fj"], ["d"]),
@@ -383,5 +384,5 @@ def test_nested_loops_unrolled_or_recursive(outer_rounds, inner_rounds):
               {"M": np.int64(outer_rounds), "N": np.int64(inner_rounds)})
     feeds = {"x": rand(3, seed=19), "v0": rand(3, seed=20)}
     mod = check(m, feeds)
-    assert recursive(mod) == (inner_rounds > 100)
+    assert recursive(mod) == recursion
     check_o3(mod, feeds, run_onnxruntime(m, feeds))
