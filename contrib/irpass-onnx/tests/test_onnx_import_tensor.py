@@ -512,10 +512,24 @@ def test_pad_runtime_constant_value(mode, pads, vshape):
     check(model, {"x": x, "v": v})
 
 
-def test_pad_wrap_unsupported():
+@pytest.mark.parametrize("pads", [[1, 1, 1, 1], [0, 2, 3, 0], [4, 0, 0, 7], [1, -1, 0, 2]])
+def test_pad_wrap(pads):
+    x = rand(2, 3)
+    model = unary_model("Pad", x, 19, extra_inputs=["p"],
+                        inits={"p": np.array(pads, np.int64)}, mode="wrap")
+    if min(pads) >= 0:
+        check(model, {"x": x})
+    # the spec's numpy.pad, cropping the negative pads after
+    width = [(max(pads[0], 0), max(pads[2], 0)), (max(pads[1], 0), max(pads[3], 0))]
+    want = np.pad(x, width, mode="wrap")
+    want = want[:, max(-pads[1], 0):] if pads[1] < 0 else want
+    check(model, {"x": x}, ref=[want])
+
+
+def test_pad_unknown_mode():
     model = unary_model("Pad", rand(2, 3), 19, extra_inputs=["p"],
-                        inits={"p": np.array([1, 1, 1, 1], np.int64)}, mode="wrap")
-    with pytest.raises(OnnxImportError, match="mode 'wrap' is not supported"):
+                        inits={"p": np.array([1, 1, 1, 1], np.int64)}, mode="mirror")
+    with pytest.raises(OnnxImportError, match="mode 'mirror' is not supported"):
         from_onnx(model)
 
 

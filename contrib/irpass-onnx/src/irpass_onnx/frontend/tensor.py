@@ -472,7 +472,7 @@ def _tile(ctx: NodeContext) -> Expr:
 
 # -- padding -----------------------------------------------------------------------------------
 
-_PAD_MODES = ("constant", "reflect", "edge")
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 def _pad(ctx: NodeContext, pads: list[int], value: float | Expr, axes: list[int] | None) -> Expr:
@@ -494,7 +494,15 @@ def _pad(ctx: NodeContext, pads: list[int], value: float | Expr, axes: list[int]
     # negative pads crop: pad the positive parts, then slice the negative ones off
     grow = [[max(b, 0), max(e, 0)] for b, e in width]
     out: Expr = x
-    if any(b or e for b, e in grow):
+    if mode == "wrap":
+        # the padded axis reads the input at (position - before) modulo its size
+        for a, (b, e) in enumerate(grow):
+            if b or e:
+                if shape[a] == 0:
+                    ctx.fail(f"cannot wrap-pad the empty axis {a}")
+                where = np.arange(-b, shape[a] + e, dtype=np.int64) % shape[a]
+                out = call("take", [out, const(where)], axis=a, mode="fast")
+    elif any(b or e for b, e in grow):
         runtime = isinstance(value, Expr)
         out = call("nn.pad", [x], pad_width=grow, pad_value=0.0 if runtime else value,
                    pad_mode=mode)
