@@ -1,5 +1,7 @@
 """The emitter of ``onnx.node``: an ONNX node imported with run-time shape operands (see
-:mod:`irpass_onnx.frontend.dynamic`) is written back as it was imported.
+:mod:`irpass_onnx.frontend.dynamic`) is written back as it was imported; a *region* (the
+nodes computing values without a static type, held by one ``Region`` node) is written back as
+the nodes of its body, their inner values under fresh names.
 
 When the export opset's schema of the op lacks a 16-bit float type the node has (bfloat16
 came to many ops only in opset 22+), an op that only moves or selects elements runs in
@@ -15,6 +17,7 @@ from typing import Any
 from irpass.ir.types import TensorType
 from onnx import NodeProto, defs, helper
 
+from ..frontend import dynamic
 from ..frontend.dynamic import OP_NAME, node_of
 from .builder import EmitContext, emitter, type_constraints
 
@@ -34,6 +37,8 @@ _WIDENED = ("float16", "bfloat16")
 @emitter(OP_NAME)
 def _node(ctx: EmitContext) -> Any:
     node = node_of(ctx.attrs)
+    if node.domain and node.domain == dynamic.REGION_DOMAIN:
+        return _region(ctx, node)
     if not _exists(node.op_type, ctx.opset):
         raise ctx.fail(f"{node.op_type} has run-time shape operands, so it is written as it "
                        f"was imported (at opset {ctx.attrs['opset']}), and opset {ctx.opset} "
@@ -66,6 +71,26 @@ def _node(ctx: EmitContext) -> Any:
             ctx.declare(name, TensorType(tuple(declared[j][1]), "float32"))
             out_list[j] = ctx.cast(name, declared[j][0])
     return out_list[0] if len(node.output) == 1 else out_list
+
+
+def _region(ctx: EmitContext, region: NodeProto) -> list[str]:
+    """The body's nodes, reading the region's inputs; one name per region output."""
+    names = {x: ctx.input(k) for k, x in enumerate(region.input)}
+    body = helper.get_attribute_value(next(a for a in region.attribute if a.name == "body"))
+    for member in body.node:
+        if not _exists(member.op_type, ctx.opset):
+            raise ctx.fail(f"{member.op_type} (node {member.name!r}) has run-time shape "
+                           f"operands, so it is written as it was imported (at opset "
+                           f"{ctx.attrs['opset']}), and opset {ctx.opset} has no "
+                           f"{member.op_type}")
+        inputs = [names[x] if x else "" for x in member.input]
+        attrs = {a.name: helper.get_attribute_value(a) for a in member.attribute}
+        outs = ctx.emit(member.op_type, inputs, outputs=len(member.output), **attrs)
+        for name, out in zip(member.output, [outs] if len(member.output) == 1 else outs,
+                             strict=True):
+            if name:
+                names[name] = out
+    return [names[x] for x in region.output]
 
 
 def _widened_params(node: NodeProto, opset: int, dtypes: list[str | None]) -> set[str]:
