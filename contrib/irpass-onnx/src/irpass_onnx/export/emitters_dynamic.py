@@ -17,8 +17,7 @@ from typing import Any
 from irpass.ir.types import TensorType
 from onnx import NodeProto, defs, helper
 
-from ..frontend import dynamic
-from ..frontend.dynamic import OP_NAME, node_of
+from ..frontend.dynamic import OP_NAME, REGION_DOMAIN, node_of
 from .builder import EmitContext, emitter, type_constraints
 
 __all__: list[str] = []
@@ -37,7 +36,7 @@ _WIDENED = ("float16", "bfloat16")
 @emitter(OP_NAME)
 def _node(ctx: EmitContext) -> Any:
     node = node_of(ctx.attrs)
-    if node.domain and node.domain == dynamic.REGION_DOMAIN:
+    if node.domain == REGION_DOMAIN:
         return _region(ctx, node)
     if not _exists(node.op_type, ctx.opset):
         raise ctx.fail(f"{node.op_type} has run-time shape operands, so it is written as it "
