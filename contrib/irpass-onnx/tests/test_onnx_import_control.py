@@ -386,3 +386,13 @@ def test_nested_loops_unrolled_or_recursive(outer_rounds, inner_rounds, recursio
     mod = check(m, feeds)
     assert recursive(mod) == recursion
     check_o3(mod, feeds, run_onnxruntime(m, feeds))
+
+
+def test_a_scan_output_of_a_huge_trip_count_is_refused_not_allocated():
+    # torch writes `while` loops with the largest int64 as trip count
+    m = model([node("Loop", ["M", "", "v0"], ["v", "scan"], body=loop_body(), name="big")],
+              [vi("x", F, [3]), vi("v0", F, [3])], [vi("v"), vi("scan")],
+              {"M": np.int64(2**63 - 1)})
+    with pytest.raises(OnnxImportError, match=r"'big' \(Loop\): scan output 0 would hold "
+                                              r"\d+ elements"):
+        from_onnx(m)

@@ -55,10 +55,12 @@ from .graph import implicit_inputs, subgraphs
 from .registry import converter
 from .tensor import call, ints_of, norm_axis
 
-__all__ = ["UNROLL_BUDGET"]
+__all__ = ["UNROLL_BUDGET", "MAX_SCAN_ELEMENTS"]
 
 #: The most ONNX nodes (body nodes times rounds) a loop is unrolled into.
 UNROLL_BUDGET = 1024
+#: The most elements a Loop's scan output (allocated for every round at once) may hold.
+MAX_SCAN_ELEMENTS = 2**28
 
 _I64 = TensorType((), "int64")
 _BOOL = TensorType((), "bool")
@@ -421,6 +423,11 @@ def _recursive_loop(ctx: NodeContext, body: GraphProto, trip: Expr | None, cond:
                               for k, row in enumerate(outs[1 + n:])]
         for k, row in enumerate(outs[1 + n:]):
             rty = _tensor_type(ctx, row, f"scan output {k}")
+            size = int(rounds) * int(np.prod(rty.shape))
+            if size > MAX_SCAN_ELEMENTS:  # a "while" loop's huge trip count, say
+                ctx.fail(f"scan output {k} would hold {size} elements ({rounds} rounds of "
+                         f"{rty}); irpass allocates scan outputs whole, up to "
+                         f"{MAX_SCAN_ELEMENTS}")
             buf = Var(f"scan{k}", TensorType((int(rounds), *rty.shape), rty.dtype))
             bufs.append(buf)
             nxt.append(_write_row(buf, row, i))
