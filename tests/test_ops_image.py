@@ -138,3 +138,67 @@ def test_type_errors(build, shape, message):
 def test_bad_attributes_are_refused(kw, message):
     with pytest.raises(Exception, match=message):
         op.image.resize2d(var("x", shape=(1, 1, 2, 2)), (3, 3), **kw)
+
+
+def onnx_grid_sample(x, grid, **attrs):
+    """ONNX's reference GridSample (grid channels-last, as ONNX has it)."""
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], **attrs)
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+              for k, v in (("x", x), ("g", grid))]
+    graph = helper.make_graph([node], "g", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    return ReferenceEvaluator(model).run(None, {"x": x, "g": grid})[0]
+
+
+_GRID_MODES = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_2d_matches_onnx_reference(mode, padding, align):
+    x = rng.standard_normal((2, 3, 4, 5)).astype("float32")
+    # coordinates past [-1, 1] too, so every padding mode matters
+    grid = rng.uniform(-1.7, 1.7, (2, 3, 6, 2)).astype("float32")
+    want = onnx_grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align)
+    _, got = _eval2(lambda a, b: op.image.grid_sample(
+        a, b, method=_GRID_MODES[mode], padding_mode=padding, align_corners=bool(align)),
+        x, grid.transpose(0, 3, 1, 2))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode, padding", [("linear", "zeros"), ("nearest", "reflection"),
+                                           ("linear", "border")])
+def test_grid_sample_3d_matches_onnx_reference(mode, padding):
+    x = rng.standard_normal((1, 2, 3, 4, 5)).astype("float32")
+    grid = rng.uniform(-1.3, 1.3, (1, 2, 3, 2, 3)).astype("float32")
+    want = onnx_grid_sample(x, grid, mode=mode, padding_mode=padding)
+    _, got = _eval2(lambda a, b: op.image.grid_sample(
+        a, b, method=_GRID_MODES[mode], layout="NCDHW", padding_mode=padding,
+        align_corners=False), x, grid.transpose(0, 4, 1, 2, 3))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_grid_sample_identity_grid_with_align_corners_returns_the_input():
+    x = rng.standard_normal((1, 2, 3, 4)).astype("float32")
+    ys, xs = np.meshgrid(np.linspace(-1, 1, 3), np.linspace(-1, 1, 4), indexing="ij")
+    grid = np.stack([xs, ys])[None].astype("float32")
+    _, got = _eval2(lambda a, b: op.image.grid_sample(a, b), x, grid)
+    np.testing.assert_allclose(got, x, rtol=1e-6, atol=1e-6)
+
+
+def test_grid_sample_type_errors():
+    data, grid = var("d", shape=(1, 2, 4, 4)), var("g", shape=(1, 3, 2, 2))
+    mod = IRModule.from_expr(Function([data, grid], op.image.grid_sample(data, grid)))
+    with pytest.raises(Exception, match=r"image.grid_sample: grid .* must be \(N, 2, out...\)"):
+        irpass.transform.InferType()(mod)
+    with pytest.raises(Exception, match=r"method must be one of"):
+        op.image.grid_sample(data, grid, method="linear")
+
+
+def _eval2(build, a, b):
+    pa = var("a", shape=a.shape, dtype=str(a.dtype))
+    pb = var("b", shape=b.shape, dtype=str(b.dtype))
+    mod = irpass.transform.InferType()(IRModule.from_expr(Function([pa, pb], build(pa, pb))))
+    return mod["main"].ret_type, irpass.evaluate(mod, a=a, b=b)

@@ -227,6 +227,10 @@ CASES: dict[str, tuple] = {
                                   rounding_method="round_prefer_ceil"),
         [r(1, 1, 2, 3, 4)],
     ),
+    "image.grid_sample": (
+        lambda: op.image.grid_sample(V[0], V[1], method="bicubic", padding_mode="reflection"),
+        [r(1, 2, 3, 4), r(1, 2, 2, 5) * 2 - 2],
+    ),
     "nn.conv2d_transpose": (
         lambda: op.nn.conv2d_transpose(
             V[0], V[1], strides=2, padding=1, output_padding=1, groups=2

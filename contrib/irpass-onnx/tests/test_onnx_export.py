@@ -290,6 +290,16 @@ def _build_resize(n, shape, size, **kw):
     return build
 
 
+def _build_grid_sample(n, **kw):
+    def build():
+        x = _x((1, 2, 3, 4, 5)[: n + 2])
+        g = _x((1, n, 2, 3, 2)[: n + 2], name="g")
+        layout = "NCHW" if n == 2 else "NCDHW"
+        return fn([x, g], op.image.grid_sample(x, g, layout=layout, **kw))
+
+    return build
+
+
 def _pool(name, **kw):
     def build():
         x = _x((1, 3, 9, 8))
@@ -758,6 +768,10 @@ CASES = {
                                               coordinate_transformation_mode="align_corners"),
                                 (9, 13)),
     "image.resize3d": (_build_resize(3, (1, 1, 2, 3, 4), (4, 3, 2)), (9, 17)),
+    "image.grid_sample": (_build_grid_sample(2, method="bicubic", padding_mode="reflection"),
+                          (16, 20)),
+    "grid_sample_nearest": (_build_grid_sample(2, method="nearest", align_corners=False),
+                            (16,)),
     "nn.conv2d_transpose": (_build_conv2d_transpose, (9, 17)),
     "conv2d_transpose_grouped": (_build_conv2d_transpose_grouped, (17,)),
     "nn.max_pool2d": (_pool("max_pool2d", pool_size=3, strides=2, padding=1), (9, 17)),

@@ -3,8 +3,13 @@ and compared with onnxruntime; the core op each maps to."""
 
 from __future__ import annotations
 
+import irpass
+import numpy as np
+import onnx
 import pytest
-from onnx import helper
+from irpass_onnx import from_onnx, to_onnx
+from irpass_onnx.testing import run_onnxruntime
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 from onnx_cases import check, elem_type, make_model, ops_in, rand
 
@@ -104,3 +109,25 @@ def test_lp_pool(shape, attrs):
 def test_global_lp_pool(p):
     model, feeds = single("GlobalLpPool", rand(1, 3, 4, 5), p=p)
     check(model, feeds)
+
+
+@pytest.mark.parametrize("zero_points", [False, True])
+def test_integer_convolution_exports_as_conv_integer(zero_points):
+    # ONNX's Conv takes floats only: the int32 convolution the importer makes of ConvInteger
+    # (8-bit operands widened, less their zero points) is written back as ConvInteger
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 255, (1, 2, 5, 5)).astype(np.uint8)
+    w = rng.integers(0, 255, (3, 2, 2, 2)).astype(np.uint8)
+    names, inits = ["x", "w"], {"w": w}
+    if zero_points:
+        names += ["xz", "wz"]
+        inits.update(xz=np.array(7, np.uint8), wz=np.array(200, np.uint8))
+    node = helper.make_node("ConvInteger", names, ["y"], pads=[1, 0, 0, 1])
+    model = make_model([node], {"x": x}, {"y": TensorProto.INT32}, opset=10, inits=inits)
+    mod = from_onnx(model)
+    want = irpass.evaluate(mod, x=x)
+    np.testing.assert_array_equal(want, run_onnxruntime(model, {"x": x})[0])
+    exported = to_onnx(mod, opset=13)
+    onnx.checker.check_model(exported, full_check=True)
+    assert [n.op_type for n in exported.graph.node] == ["ConvInteger"]
+    np.testing.assert_array_equal(run_onnxruntime(exported, {"x": x})[0], want)

@@ -137,3 +137,40 @@ def test_non_max_suppression_is_computed_at_import(kw):
     got = irpass.evaluate(mod)
     want = run_onnxruntime(model, {})[0]
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("attrs", [
+    dict(mode="bilinear", padding_mode="zeros", align_corners=0),
+    dict(mode="nearest", padding_mode="border", align_corners=1),
+    dict(mode="bicubic", padding_mode="reflection", align_corners=0),
+])
+def test_grid_sample_matches_onnxruntime_and_exports(attrs):
+    x = rand(2, 3, 5, 6)
+    grid = np.random.default_rng(2).uniform(-1.2, 1.2, (2, 4, 3, 2)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], **attrs)
+    model = make_model([node], {"x": x, "grid": grid}, {"y": TensorProto.FLOAT}, opset=16)
+    feeds = {"x": x, "grid": grid}
+    assert "image.grid_sample" in ops_in(check(model, feeds))
+    roundtrip(model, feeds, opsets=(16, 20))
+
+
+def test_grid_sample_before_opset_16_is_an_export_error():
+    x = rand(1, 1, 3, 3)
+    grid = np.zeros((1, 2, 2, 2), np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"])
+    model = make_model([node], {"x": x, "grid": grid}, {"y": TensorProto.FLOAT}, opset=16)
+    with pytest.raises(Exception, match=r"GridSample, which needs opset >= 16"):
+        to_onnx(from_onnx(model), opset=13)
+
+
+@pytest.mark.parametrize("size, align", [((2, 3, 4, 5), 0), ((2, 3, 4, 5), 1),
+                                         ((2, 1, 2, 3, 4), 0), ((2, 1, 1, 3, 2), 1)])
+def test_affine_grid(size, align):
+    k = len(size) - 2
+    theta = np.random.default_rng(3).standard_normal((2, k, k + 1)).astype(np.float32)
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["y"], align_corners=align)
+    model = make_model([node], {"theta": theta}, {"y": TensorProto.FLOAT}, opset=20,
+                       inits={"size": np.array(size, np.int64)})
+    ref = ReferenceEvaluator(model).run(None, {"theta": theta})
+    check(model, {"theta": theta}, ref=ref)
+    roundtrip(model, {"theta": theta}, opsets=(13, 20))

@@ -1,6 +1,6 @@
 """Image ops (``image.*``, TVM Relay's names and attributes): ``image.resize1d``,
 ``image.resize2d`` and ``image.resize3d`` (nearest, linear and cubic interpolation of the
-spatial axes), ``image.grid_sample``.
+spatial axes) and ``image.grid_sample`` (sampling at given normalized coordinates).
 
 Resizing maps each output position ``x`` along a spatial axis to a source coordinate
 ``x_ori`` by ``coordinate_transformation_mode`` (ONNX's and TVM's names):
@@ -37,6 +37,7 @@ from ..ir.nodes import Call
 from ..ir.op import AttrField, OpPattern, attr_bool, attr_choice, attr_float, attr_optional_dtype
 from ..ir.types import TensorType, Type
 from ._common import (
+    FLOAT_DTYPES,
     NUMERIC_DTYPES,
     attr_layout,
     check_dtype,
@@ -50,7 +51,7 @@ from ._common import (
 )
 from .nn._window import AXIS_NAMES, SPATIAL, attr_spatial, data_layouts
 
-__all__ = ["resize1d", "resize2d", "resize3d"]
+__all__ = ["resize1d", "resize2d", "resize3d", "grid_sample"]
 
 _RESIZE = {1: "image.resize1d", 2: "image.resize2d", 3: "image.resize3d"}
 METHODS = ("nearest_neighbor", "linear", "cubic")
@@ -349,3 +350,142 @@ def resize3d(data: Any, size: Any, roi: Any = None, layout: str = "NCDHW",
     return _resize(3, data, size, roi, layout, method, coordinate_transformation_mode,
                    rounding_method, cubic_alpha, cubic_exclude, extrapolation_value,
                    out_dtype, scales, antialias)
+
+
+# -- grid_sample -------------------------------------------------------------------------------
+
+_GRID_LAYOUTS = {"NCHW": 2, "NCDHW": 3}
+
+
+def _grid_sample_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "image.grid_sample"
+    data = tensor_arg(arg_types[0], op, "data")
+    grid = tensor_arg(arg_types[1], op, "grid")
+    check_dtype(data, NUMERIC_DTYPES, op, "data")
+    check_dtype(grid, FLOAT_DTYPES, op, "grid")
+    ndim = _GRID_LAYOUTS[attrs["layout"]]
+    check_rank(data, ndim + 2, op, "data", attrs["layout"])
+    if grid.ndim != ndim + 2 or grid.shape[1] != ndim or grid.shape[0] != data.shape[0]:
+        raise ValueError(
+            f"{op}: grid {grid} must be (N, {ndim}, out...) with N = {data.shape[0]} (the "
+            f"batch of data {data}) and {ndim} coordinates (x, y{', z' if ndim == 3 else ''})"
+        )
+    if attrs["method"] != "nearest" or attrs["padding_mode"] != "zeros":
+        for size in data.shape[2:]:
+            if size == 0:
+                raise ValueError(f"{op}: data {data} has an empty spatial axis")
+    return TensorType(data.shape[:2] + grid.shape[2:], data.dtype)
+
+
+def _reflect(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """``x`` reflected at ``low`` and ``high`` until it lies between them."""
+    span = high - low
+    if span <= 0:
+        return np.full_like(x, low)
+    below = x < low
+    dist = np.where(below, low - x, x - high)
+    count = np.floor(dist / span)
+    rest = dist - count * span
+    even = count % 2 == 0
+    inside = np.where(below, np.where(even, low + rest, high - rest),
+                      np.where(even, high - rest, low + rest))
+    return np.where((x < low) | (x > high), inside, x)
+
+
+def _grid_taps(x: np.ndarray, method: str, size: int, padding: str, align: bool):
+    """For one axis: the (indices, weights, valid) of every tap, each (taps, *points)."""
+    low, high = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+    if method == "nearest":
+        x = np.rint(x)
+    if padding == "border":
+        x = np.where((x < low) | (x > high), np.clip(x, 0, size - 1), x)
+    elif padding == "reflection":
+        x = _reflect(x, low, high)
+    if method == "nearest":
+        idx = np.trunc(x)[None]
+        weights = np.ones_like(idx)
+    else:
+        base = np.floor(x)
+        t = x - base
+        if method == "bilinear":
+            idx = np.stack([base, base + 1])
+            weights = np.stack([1 - t, t])
+        else:
+            idx = np.stack([base - 1, base, base + 1, base + 2])
+            weights = _keys(idx - x[None], -0.75)
+    if padding == "zeros":
+        valid = (idx >= 0) & (idx < size)
+    else:
+        valid = np.ones(idx.shape, dtype=bool)
+        if padding == "border":
+            idx = np.clip(idx, 0, size - 1)
+        else:
+            idx = np.trunc(_reflect(idx, low, high))
+    return np.clip(idx, 0, max(size - 1, 0)).astype(np.intp), weights, valid
+
+
+def _grid_sample_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, grid = args
+    n, c, *sizes = data.shape
+    ndim = len(sizes)
+    align = attrs["align_corners"]
+    # coordinates computed in the grid's precision (at least float32), as ONNX's reference
+    work = np.result_type(grid.dtype, np.float32)
+    g = grid.astype(work)
+    out_shape = g.shape[2:]
+    taps = []
+    for axis, size in enumerate(sizes):
+        v = g[:, ndim - 1 - axis]  # the grid lists x (width) first
+        one, two = work.type(1), work.type(2)
+        x = (v + one) / two * work.type(size - 1) if align else \
+            ((v + one) * work.type(size) - one) / two
+        taps.append(_grid_taps(x.astype(np.float64), attrs["method"], size,
+                               attrs["padding_mode"], align))
+    batch = np.arange(n).reshape((n,) + (1,) * len(out_shape))
+    values = data.astype(np.float64)
+    total = np.zeros((n, c) + out_shape)
+    for combo in np.ndindex(*(len(t[0]) for t in taps)):
+        index = [batch]
+        weight = np.ones((n,) + out_shape)
+        valid = np.ones((n,) + out_shape, dtype=bool)
+        for (idx, w, ok), k in zip(taps, combo, strict=True):
+            index.append(idx[k])
+            weight = weight * w[k]
+            valid &= ok[k]
+        picked = values.transpose(0, *range(2, 2 + ndim), 1)[tuple(index)]  # (n, out..., c)
+        picked = np.moveaxis(picked, -1, 1)
+        total += np.where(valid[:, None], weight[:, None] * picked, 0.0)
+    if data.dtype.kind in "iu":
+        info = np.iinfo(data.dtype)
+        total = np.clip(np.rint(total), info.min, info.max)
+    return result(total, data.dtype)
+
+
+register(
+    "image.grid_sample",
+    num_inputs=2,
+    type_rel=_grid_sample_rel,
+    kernel=_grid_sample_kernel,
+    pattern=OpPattern.INJECTIVE,
+    attrs=(
+        AttrField("method", attr_choice("nearest", "bilinear", "bicubic"), "bilinear",
+                  doc="Interpolation (bicubic: Keys' kernel with a = -0.75)."),
+        AttrField("layout", attr_choice(*_GRID_LAYOUTS), "NCHW",
+                  doc="Data layout: NCHW (2-D) or NCDHW (3-D)."),
+        AttrField("padding_mode", attr_choice("zeros", "border", "reflection"), "zeros",
+                  doc="What a tap outside the input reads."),
+        AttrField("align_corners", attr_bool, True,
+                  doc="-1 and 1 are the centres (True) or outer edges of the corner elements."),
+    ),
+    doc="Sample data at the normalized coordinates of grid (N, 2 or 3, out...) (ONNX "
+    "GridSample).",
+)
+
+
+def grid_sample(data: Any, grid: Any, method: str = "bilinear", layout: str = "NCHW",
+                padding_mode: str = "zeros", align_corners: bool = True) -> Call:
+    """Sample ``data`` (N, C, H, W) or (N, C, D, H, W) at ``grid`` (N, 2, H_out, W_out) or
+    (N, 3, D_out, H_out, W_out), whose channel axis holds the normalized x (width), y
+    (height)[, z (depth)] coordinates in [-1, 1] (Relay's signature)."""
+    return make_call("image.grid_sample", [data, grid], ["data", "grid"], method=method,
+                     layout=layout, padding_mode=padding_mode, align_corners=align_corners)

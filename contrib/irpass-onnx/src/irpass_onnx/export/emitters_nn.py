@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import EmitContext, emitter
+from .graph import Const, Node
 
 __all__: list[str] = []
 
@@ -44,9 +45,93 @@ def _kernel_shape(ctx: EmitContext, layout: str) -> list[int]:
     return [shape[layout.index(c)] for c in "DHW" if c in layout]
 
 
+def _as_8bit(ctx: EmitContext, v: object) -> tuple[str, str] | None:
+    """An integer value as an int8/uint8 ONNX value (name, dtype) holding the same numbers:
+    the source of a widening cast, or a constant that fits; else None."""
+    if isinstance(v, Const):
+        for dtype in ("uint8", "int8"):
+            info = np.iinfo(dtype)
+            if v.data.size and info.min <= v.data.min() and v.data.max() <= info.max:
+                return ctx.constant(v.data.astype(dtype), hint="weight"), dtype
+        return None
+    if isinstance(v, Node) and v.op == "cast" and v.alias is None:
+        src = v.inputs[0]
+        if getattr(src, "type", None) is not None and src.type.dtype in ("int8", "uint8"):
+            return ctx.name_of(src), src.type.dtype
+    return None
+
+
+def _shifted_8bit(ctx: EmitContext, i: int, per_channel: bool) -> tuple[str, str | None] | None:
+    """Input ``i`` as (8-bit value, zero point or None): ``cast(q) - zero_point`` (the
+    integer ops' decomposition) or an 8-bit value by itself. A zero point is one number, or
+    (``per_channel``) one per output channel."""
+    v = ctx.node.inputs[i]
+    if isinstance(v, Node) and v.op == "subtract" and v.alias is None:
+        base = _as_8bit(ctx, v.inputs[0])
+        if base is None:
+            return None
+        zp = _zero_point(ctx, v.inputs[1], base[1], per_channel)
+        return None if zp is None else (base[0], zp)
+    base = _as_8bit(ctx, v)
+    return None if base is None else (base[0], None)
+
+
+def _zero_point(ctx: EmitContext, v: object, dtype: str, per_channel: bool) -> str | None:
+    """A zero point subtracted from a widened ``dtype`` value, as an ONNX ``dtype`` value: a
+    constant, or a widened (and maybe reshaped) ``dtype`` input; one number, or (when
+    ``per_channel``) one per output channel."""
+    channels = ctx.type_of(1).shape[0]
+    if isinstance(v, Const):
+        info, zp = np.iinfo(dtype), v.data
+        if zp.size == 0 or zp.min() < info.min or zp.max() > info.max:
+            return None
+        flat = zp.reshape(-1)
+        if (flat == flat[0]).all():
+            return ctx.constant(np.asarray(flat[0], dtype), hint="zero_point")
+        if per_channel and zp.ndim >= 1 and zp.size == zp.shape[0] == channels:
+            return ctx.constant(flat.astype(dtype), hint="zero_point")
+        return None
+    if isinstance(v, Node) and v.op == "reshape" and v.alias is None:
+        v = v.inputs[0]
+    if isinstance(v, Node) and v.op == "cast" and v.alias is None:
+        src = v.inputs[0]
+        ty = getattr(src, "type", None)
+        if ty is not None and ty.dtype == dtype and (
+                ty.shape in ((), (1,)) or (per_channel and ty.shape == (channels,))):
+            return ctx.name_of(src)
+    return None
+
+
+def _conv_integer(ctx: EmitContext) -> str:
+    """An integer convolution as ConvInteger: ONNX's Conv takes floats only, and its
+    integer form reads 8-bit data (widened by a cast, less a zero point, or constants)."""
+    a = ctx.attrs
+    dl, kl = a["data_layout"], a["kernel_layout"]
+    # onnxruntime's ConvInteger takes one zero point for the weight, not one per channel
+    x, w = _shifted_8bit(ctx, 0, False), _shifted_8bit(ctx, 1, False)
+    if x is None or w is None or ctx.opset < 10 or ctx.out_type.dtype not in ("int32", "int64") \
+            or ctx.node.extra.get("bias") is not None:
+        raise ctx.fail(f"an integer convolution of {ctx.type_of(0).dtype} data has no ONNX "
+                       "form unless its inputs are 8-bit values widened (ConvInteger, opset "
+                       ">= 10)")
+    xs = _to_nchw(ctx, x[0], dl)
+    ws = ctx.transpose(w[0], [kl.index(c) for c in "OI" + _canonical(dl)[2:]])
+    ins = [xs, ws, x[1] or "", w[1] or ""]
+    while ins[-1] == "":
+        ins.pop()
+    y = ctx.emit("ConvInteger", ins, kernel_shape=_kernel_shape(ctx, kl),
+                 strides=a["strides"], pads=a["padding"], dilations=a["dilation"],
+                 group=a["groups"])
+    if ctx.out_type.dtype != "int32":
+        y = ctx.cast(y, ctx.out_type.dtype)
+    return _from_nchw(ctx, y, a["out_layout"] or dl)
+
+
 @emitter("nn.conv1d", "nn.conv2d", "nn.conv3d")
 def _conv(ctx: EmitContext) -> str:
     a = ctx.attrs
+    if ctx.out_type.dtype not in ("float16", "float32", "float64", "bfloat16"):
+        return _conv_integer(ctx)
     dl, kl = a["data_layout"], a["kernel_layout"]
     x = _to_nchw(ctx, ctx.input(0), dl)
     w = _weight(ctx, 1, kl, "OI" + _canonical(dl)[2:], ctx.node.extra.get("weight"))

@@ -169,3 +169,18 @@ def _resize_by_plan(ctx: EmitContext, x: str, sizes_in: list[int], out: list[int
             fill = ctx.constant(np.array(ctx.attrs["extrapolation_value"], dtype), hint="fill")
             y = ctx.emit("Where", [mask, fill, y])
     return y
+
+
+_GRID_MODES = {16: {"bilinear": "bilinear", "nearest": "nearest", "bicubic": "bicubic"},
+               20: {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}}
+
+
+@emitter("image.grid_sample")
+def _grid_sample(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    n = 2 if a["layout"] == "NCHW" else 3
+    ctx.need_opset(16 if n == 2 else 20, "GridSample" if n == 2 else "GridSample of 3-D data")
+    grid = ctx.transpose(ctx.input(1), [0, *range(2, n + 2), 1])
+    modes = _GRID_MODES[20 if ctx.opset >= 20 else 16]
+    return ctx.emit("GridSample", [ctx.input(0), grid], mode=modes[a["method"]],
+                    padding_mode=a["padding_mode"], align_corners=int(a["align_corners"]))

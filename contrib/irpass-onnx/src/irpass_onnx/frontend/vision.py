@@ -178,6 +178,64 @@ def _resize_11(ctx: NodeContext) -> Expr:
     )
 
 
+# -- grid sampling ------------------------------------------------------------------------------
+
+_GRID_METHODS = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest",
+                 "bicubic": "bicubic", "cubic": "bicubic"}
+
+
+@converter("GridSample", since=16)
+def _grid_sample(ctx: NodeContext) -> Expr:
+    xt, gt = ctx.type_of(0), ctx.type_of(1)
+    n = len(xt.shape) - 2
+    if n not in (2, 3):
+        ctx.fail(f"GridSample of a rank-{len(xt.shape)} input is not supported; irpass samples "
+                 "(N, C, H, W) and (N, C, D, H, W) tensors")
+    if len(gt.shape) != n + 2 or gt.shape[-1] != n:
+        ctx.fail(f"grid {gt} must be (N, out..., {n}) for a {n}-D input {xt}")
+    if gt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"grid has dtype {gt.dtype}; a float dtype is expected")
+    mode = ctx.attr("mode", "bilinear" if ctx.opset < 20 else "linear")
+    if mode not in _GRID_METHODS:
+        ctx.fail(f"mode {mode!r} is not one of {', '.join(_GRID_METHODS)}")
+    padding = ctx.attr("padding_mode", "zeros")
+    if padding not in ("zeros", "border", "reflection"):
+        ctx.fail(f"padding_mode {padding!r} is not one of zeros, border, reflection")
+    # ONNX's grid is channels-last, (N, out..., n); TVM's (and irpass's) channels-first
+    grid = call("transpose", [ctx.input(1)], axes=[0, n + 1, *range(1, n + 1)])
+    return call("image.grid_sample", [ctx.input(0), grid], method=_GRID_METHODS[mode],
+                layout="NCHW" if n == 2 else "NCDHW", padding_mode=padding,
+                align_corners=bool(ctx.attr("align_corners", 0)))
+
+
+@converter("AffineGrid", since=20)
+def _affine_grid(ctx: NodeContext) -> Expr:
+    # the base grid of homogeneous (x, y[, z], 1) coordinates is a constant; each batch's
+    # grid is it times theta transposed: (P, k + 1) @ (N, k + 1, k) -> (N, P, k)
+    tt = ctx.type_of(0)
+    size = [int(v) for v in ctx.const_input(1, "size").reshape(-1)]
+    k = len(size) - 2
+    if k not in (2, 3) or len(tt.shape) != 3 or tuple(tt.shape[1:]) != (k, k + 1):
+        ctx.fail(f"theta {tt} and size {size} must be (N, 2, 3) and [N, C, H, W], or "
+                 "(N, 3, 4) and [N, C, D, H, W]")
+    if size[0] != tt.shape[0]:
+        ctx.fail(f"size {size} has batch {size[0]} but theta {tt} has {tt.shape[0]}")
+    if tt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"theta has dtype {tt.dtype}; a float dtype is expected")
+    align = bool(ctx.attr("align_corners", 0))
+    axes = []
+    for length in size[2:]:
+        if align:
+            axes.append(np.linspace(-1.0, 1.0, length) if length > 1 else np.array([-1.0]))
+        else:
+            axes.append((np.arange(length) * 2 + 1) / length - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")  # depth, height, width
+    base = np.stack([*mesh[::-1], np.ones_like(mesh[0])], axis=-1).reshape(-1, k + 1)
+    theta_t = call("transpose", [ctx.input(0)], axes=[0, 2, 1])
+    grid = call("matmul", [as_const(ctx, base.astype(tt.dtype)), theta_t])
+    return call("reshape", [grid], newshape=[size[0], *size[2:], k])
+
+
 # -- non-maximum suppression --------------------------------------------------------------------
 
 
