@@ -382,9 +382,11 @@ def _recursive_loop(ctx: NodeContext, body: GraphProto, trip: Expr | None, cond:
                     carried: list[Expr], n: int, n_scan: int, rounds: int | None) -> list[Expr]:
     imp = ctx.importer
     bindings, lets = _outer_bindings(ctx, body)
-    i = Var("i", _I64)
-    c = Var("cond", _BOOL)
-    vs = [Var(f"v{k}", ctx.type_of_expr(e)) for k, e in enumerate(carried)]
+    # the params take the body's input names, so the printed IR reads like the model
+    names = [inp.name for inp in body.input]
+    i = Var(names[0] or "i", _I64)
+    c = Var(names[1] or "cond", _BOOL)
+    vs = [Var(names[2 + k] or f"v{k}", ctx.type_of_expr(e)) for k, e in enumerate(carried)]
     outs = imp.import_subgraph(ctx, "body", [i, c if cond is not None else const(True), *vs],
                                bindings)
     v_out = outs[1:1 + n]
@@ -563,7 +565,8 @@ def _recursive_scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], axes: 
     i = Var("i", _I64)
     last = const(np.int64(rounds - 1))
     back = call("subtract", [last, i])
-    vs = [Var(f"s{j}", ctx.type_of_expr(e)) for j, e in enumerate(states)]
+    vs = [Var(body.input[j].name or f"s{j}", ctx.type_of_expr(e))
+          for j, e in enumerate(states)]
     if rounds:
         slices = [_slice_at(x, back if d else i, a)
                   for x, a, d in zip(xs, axes, in_dirs, strict=True)]
