@@ -6,6 +6,9 @@ The export lowers ``@main`` to a flat graph (every function call inlined: fused
 other ``emitters_*`` modules, one per family of ops). All shapes are static, so the result needs no
 shape arithmetic (``squeeze``/``expand_dims``/``reshape`` are one ``Reshape``). The model's
 IR version is the lowest that its opset allows, which onnxruntime 1.31 loads.
+Scalars stay scalars (0-d initializers); constants of one repeated value are written as
+``ConstantOfShape`` (see :mod:`.builder`); :func:`save_onnx` puts big tensors in an external
+data file when the model would not fit in one (see :mod:`.writer`).
 The module is never changed: types are computed on the lowered graph (with the ops' type
 relations), so not even the ``checked_type`` cache of its nodes is written.
 """

@@ -8,6 +8,11 @@ arrays. :meth:`Exported.model_proto` puts the data into the model;
 :meth:`Exported.save` writes the model to a file, with the big tensors in an external data
 file beside it (``<file>.data``) when the model would exceed a size (by default protobuf's
 2 GiB limit, which no single-file ONNX model can pass).
+
+Before that, ONNX's type and shape inference runs once over the model without its data
+(:func:`check_types`): a node taking a type its schema lacks at the export opset (a dynamic
+node written as it was imported at a newer opset, say) is an ``OnnxExportError`` here rather
+than a model that onnxruntime or the checker refuses later.
 """
 
 from __future__ import annotations
