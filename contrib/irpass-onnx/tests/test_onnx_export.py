@@ -1010,3 +1010,16 @@ def test_a_dynamic_bfloat16_compress_runs_in_float32_with_declared_types():
     got, expected = irpass.evaluate(from_onnx(model), **inputs), irpass.evaluate(mod, **inputs)
     assert np.asarray(got).dtype == np.asarray(expected).dtype
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(expected, np.float32))
+
+
+def test_a_node_of_a_type_onnx_lacks_at_the_export_opset_is_a_clean_error():
+    # a float16 Range with run-time bounds stays a Range node (a dynamic one); Range takes no
+    # float16 before opset 22 and computes, so it cannot run in float32 unchanged: the
+    # export's final type check names the node instead of writing an invalid model
+    graph = helper.make_graph(
+        [helper.make_node("Range", ["a", "b", "d"], ["y"])], "range",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT16, []) for n in "abd"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [4])])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+    with pytest.raises(OnnxExportError, match=r"not valid at opset 21: .*Range.*float16"):
+        to_onnx(mod, opset=21)
