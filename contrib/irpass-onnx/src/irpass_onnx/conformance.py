@@ -64,7 +64,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-__all__ = ["Case", "Outcome", "STAGES", "node_cases", "run_case", "compare_outputs",
+__all__ = ["Case", "Outcome", "STAGES", "STAGE_FUNCS", "node_cases", "run_case", "compare_outputs",
            "tolerance", "read_expectations", "format_expectations", "main"]
 
 #: The stages a case goes through, in order.
@@ -140,7 +140,7 @@ def run_case(case: Case, stages: Sequence[str] = STAGES) -> Outcome:
         if stage not in stages:
             continue
         try:
-            problem = _STAGE_FUNCS[stage](case, state)
+            problem = STAGE_FUNCS[stage](case, state)
         except (OnnxImportError, OnnxExportError) as err:
             return Outcome(case.name, stage, "unsupported", _one_line(str(err)))
         except IRPassError as err:
@@ -311,7 +311,9 @@ def _compare_runs(runs: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any
     return None
 
 
-_STAGE_FUNCS = {"import": _stage_import, "o3": _stage_o3, "export": _stage_export,
+#: Each stage's function: ``(case, state) -> problem or None``; ``state`` carries what the
+#: earlier stages made (``mod``, ``opt``, ``exported``).
+STAGE_FUNCS = {"import": _stage_import, "o3": _stage_o3, "export": _stage_export,
                 "onnxruntime": _stage_onnxruntime}
 
 
