@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .types import DTYPE_KINDS, numpy_dtype
+
 __all__ = [
     "DTYPE_SUFFIX",
     "SUFFIX_DTYPE",
@@ -127,7 +129,8 @@ def format_elements(data: np.ndarray) -> list[str] | None:
     section instead.
     """
     flat = data.reshape(-1)
-    kind = data.dtype.kind
+    # ml_dtypes' types (bfloat16, float8, int4, ...) are numpy kind "V": ask the IR's table
+    kind = DTYPE_KINDS.get(data.dtype.name, data.dtype.kind)
     if kind == "b":
         return ["True" if v else "False" for v in flat.tolist()]
     if kind in "iu":
@@ -150,7 +153,9 @@ def format_scalar(data: np.ndarray) -> str | None:
         return None
     if data.dtype.kind == "b":
         return texts[0]
-    return texts[0] + DTYPE_SUFFIX[data.dtype.name]
+    suffix = DTYPE_SUFFIX.get(data.dtype.name)
+    # the ml_dtypes types have no suffix: their scalars go to the metadata section
+    return None if suffix is None else texts[0] + suffix
 
 
 def parse_number(text: str) -> tuple[int | float, str | None]:
@@ -185,7 +190,7 @@ def array_from_values(
     """A read-only-ready array of ``dtype`` from Python values (``ValueError`` if out of range)."""
     try:
         with np.errstate(over="raise"):
-            arr = np.array(values, dtype=dtype)
+            arr = np.array(values, dtype=numpy_dtype(dtype))
     except (OverflowError, FloatingPointError):
         bad = _first_out_of_range(values, dtype)
         raise ValueError(f"value {bad!r} is out of range for {dtype}") from None
@@ -200,7 +205,7 @@ def _first_out_of_range(values: Sequence[Any], dtype: str) -> Any:
     for v in values:
         try:
             with np.errstate(over="raise"):
-                np.array([v], dtype=dtype)
+                np.array([v], dtype=numpy_dtype(dtype))
         except (OverflowError, FloatingPointError):
             return v
     return values[0] if values else None

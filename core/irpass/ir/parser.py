@@ -65,7 +65,15 @@ from .literals import array_from_values, parse_number
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
-from .types import SUPPORTED_DTYPES, FuncType, TensorType, TupleType, Type
+from .types import (
+    DTYPE_KINDS,
+    SUPPORTED_DTYPES,
+    FuncType,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+)
 
 __all__ = ["parse", "parse_expr", "read_headers", "VERSION_PREFIX"]
 
@@ -78,7 +86,7 @@ _KEYWORDS = frozenset(
 _SPECIAL_FLOAT = re.compile(r"(?:inf|nan)(?:[fiu]\d+)?\Z")
 _METADATA_LINE = re.compile(r"^#\[metadata\][ \t]*\r?$", re.MULTILINE)
 _META_ENTRY = re.compile(
-    r"meta\[(?:relay\.)?Constant\]\[(\d+)\]\s*=\s*([a-z0-9]+)\s*\(([^)]*)\)\s*([A-Za-z0-9+/=]*)\s*\Z"
+    r"meta\[(?:relay\.)?Constant\]\[(\d+)\]\s*=\s*([a-z0-9_]+)\s*\(([^)]*)\)\s*([A-Za-z0-9+/=]*)\s*\Z"
 )
 _HEADER = re.compile(r'\s*#\[\s*([A-Za-z_]\w*)\s*=\s*("(?:[^"\\\n]|\\.)*")\s*\]', re.ASCII)
 # Types and attribute lists are read (and later compared, hashed and printed)
@@ -775,7 +783,7 @@ class _Parser:
         self.expect("[", "to open the values of const(...)")
         values: list[Any] = []
         start = self.i
-        kind = np.dtype(dtype).kind
+        kind = DTYPE_KINDS[dtype]
         while toks[self.i] != "]":
             tok = toks[self.i]
             value = self._const_element(tok, dtype, kind)
@@ -787,7 +795,7 @@ class _Parser:
                 raise self.error(f"expected ',' or ']' in the values of const(...), got "
                                  f"{describe_token(toks[self.i])}")
         self.i += 1
-        size = _array_size(shape, np.dtype(dtype).itemsize)
+        size = _array_size(shape, numpy_dtype(dtype).itemsize)
         if size is None:
             raise self.error(f"const(...): shape {shape} is too large for an array", shape_at)
         if len(values) != size:
@@ -1176,7 +1184,7 @@ def _array_size(shape: Sequence[int], itemsize: int) -> int | None:
 def _array_from_bytes(
     raw: bytes, dtype: str, shape: tuple[int, ...], fail: Any, what: str
 ) -> np.ndarray:
-    little = np.dtype(dtype).newbyteorder("<")
+    little = numpy_dtype(dtype).newbyteorder("<")
     size = _array_size(shape, little.itemsize)
     if size is None:
         raise fail(f"{what}: shape {shape} is too large for an array")

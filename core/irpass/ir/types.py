@@ -18,14 +18,20 @@ __all__ = [
     "TupleType",
     "FuncType",
     "SUPPORTED_DTYPES",
+    "NATIVE_DTYPES",
+    "EXTENSION_DTYPES",
+    "DTYPE_KINDS",
+    "DTYPE_BITS",
     "NUMPY_DTYPES",
+    "numpy_dtype",
+    "is_float_dtype",
     "normalize_dtype",
     "shape_text",
     "type_text",
 ]
 
-#: The element types a tensor may have (numpy names).
-SUPPORTED_DTYPES: frozenset[str] = frozenset(
+#: The element types numpy has itself.
+NATIVE_DTYPES: frozenset[str] = frozenset(
     {
         "bool",
         "int8",
@@ -42,10 +48,102 @@ SUPPORTED_DTYPES: frozenset[str] = frozenset(
     }
 )
 
+#: The element types numpy gets from the ``ml_dtypes`` package (what JAX and onnx use):
+#: bfloat16, the float8/float6/float4 formats and the 4- and 2-bit integers. The names are
+#: ml_dtypes' own, which are also numpy's ``dtype.name`` of their arrays. The IR (types,
+#: type inference, the text format) needs nothing of ml_dtypes; computing with such values
+#: (constants, kernels) imports it on first use, see :func:`numpy_dtype`.
+EXTENSION_DTYPES: frozenset[str] = frozenset(
+    {
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float4_e2m1fn",
+        "int4",
+        "uint4",
+        "int2",
+        "uint2",
+    }
+)
+
+#: The element types a tensor may have (numpy names).
+SUPPORTED_DTYPES: frozenset[str] = NATIVE_DTYPES | EXTENSION_DTYPES
+
+#: The kind of each dtype, as numpy spells kinds: ``b`` bool, ``i`` signed integer, ``u``
+#: unsigned integer, ``f`` floating point. numpy's own ``dtype.kind`` is ``V`` for most
+#: ml_dtypes types, so code that asks "is this a float" asks here.
+DTYPE_KINDS: dict[str, str] = {
+    "bool": "b",
+    **{n: "i" for n in ("int2", "int4", "int8", "int16", "int32", "int64")},
+    **{n: "u" for n in ("uint2", "uint4", "uint8", "uint16", "uint32", "uint64")},
+    **{n: "f" for n in SUPPORTED_DTYPES if n.startswith(("float", "bfloat"))},
+}
+
+#: The width of each dtype in bits (what ``reinterpret`` keeps; ml_dtypes stores the 4-
+#: and 2-bit types one per byte, so this is not ``itemsize * 8`` for them).
+DTYPE_BITS: dict[str, int] = {
+    "bool": 8, "int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4,
+    "float6_e2m3fn": 6, "float6_e3m2fn": 6, "int8": 8, "uint8": 8, "float8_e4m3fn": 8,
+    "float8_e4m3fnuz": 8, "float8_e5m2": 8, "float8_e5m2fnuz": 8, "float8_e8m0fnu": 8,
+    "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16, "int32": 32, "uint32": 32,
+    "float32": 32, "int64": 64, "uint64": 64, "float64": 64,
+}
+
+
+class _NumpyDtypes(dict):  # type: ignore[type-arg]
+    """The numpy dtype of each supported name; the ml_dtypes ones are looked up (and
+    ml_dtypes imported) the first time one is asked for."""
+
+    def __missing__(self, name: str) -> np.dtype:
+        if name not in EXTENSION_DTYPES:
+            raise KeyError(name)
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ImportError(
+                f"dtype {name!r} needs the ml_dtypes package, which is not installed "
+                "(pip install ml_dtypes)"
+            ) from None
+        for ext in EXTENSION_DTYPES:
+            self[ext] = np.dtype(getattr(ml_dtypes, ext))
+        return self[name]
+
+
 #: The numpy dtype of each supported name. ``np.dtype(name)`` parses the name
 #: and ``dtype.name`` is computed in Python by numpy 2 (microseconds each), so
-#: hot paths look types up here instead.
-NUMPY_DTYPES: dict[str, np.dtype] = {name: np.dtype(name) for name in SUPPORTED_DTYPES}
+#: hot paths look types up here instead. The :data:`EXTENSION_DTYPES` are filled in
+#: on first lookup (``[]``, not ``.get``), which imports ml_dtypes.
+NUMPY_DTYPES: dict[str, np.dtype] = _NumpyDtypes(
+    (name, np.dtype(name)) for name in NATIVE_DTYPES
+)
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of the supported dtype ``name``.
+
+    ``ValueError`` for a name that is not one of :data:`SUPPORTED_DTYPES`; ``ImportError``
+    saying what to install for one of :data:`EXTENSION_DTYPES` when ml_dtypes is missing.
+    """
+    try:
+        return NUMPY_DTYPES[name]
+    except KeyError:
+        raise ValueError(
+            f"unsupported dtype {name!r}; expected one of {sorted(SUPPORTED_DTYPES)}"
+        ) from None
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """Whether the numpy ``dtype`` is a floating-point one, ml_dtypes' included (whose
+    ``kind`` is ``V``, or ``f`` for some)."""
+    kind = dtype.kind
+    if kind == "f" or kind == "c":
+        return True
+    return kind == "V" and DTYPE_KINDS.get(dtype.name) == "f"
 
 
 def normalize_dtype(dtype: object, field: str = "dtype") -> str:

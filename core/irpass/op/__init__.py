@@ -5,7 +5,8 @@ elementwise math and comparisons (:mod:`.tensor`), shape changes
 (:mod:`.transform`), indexing (:mod:`.indexing`), ``matmul``, ``einsum`` and
 ``linalg.det`` (:mod:`.linalg`), reductions and ``argmax``/``argmin``
 (:mod:`.reduce`), ``cumsum``/``cumprod`` (:mod:`.cumulative`), tensor
-creation (:mod:`.create`) and the ``nn.*`` ops (:mod:`.nn`). Each builder
+creation (:mod:`.create`), the ``nn.*`` ops (:mod:`.nn`) and
+``qnn.quantize``/``qnn.dequantize`` (:mod:`.qnn`). Each builder
 has TVM Relay's signature and returns a :class:`~irpass.ir.Call`.
 
 As in Relay, ``sum``, ``max``, ``min``, ``abs`` and ``round`` here shadow the
@@ -13,7 +14,7 @@ Python builtins of the same names; use them as ``irpass.op.sum(...)``.
 """
 
 from ..ir.op import Op, OpPattern, list_ops, register_op
-from . import image, nn
+from . import image, nn, qnn
 from .create import arange, full, one_hot, ones, ones_like, shape_of, zeros, zeros_like
 from .cumulative import cumprod, cumsum
 from .indexing import gather, gather_nd, strided_slice, take
@@ -63,6 +64,7 @@ from .tensor import (
     negative,
     not_equal,
     power,
+    reinterpret,
     right_shift,
     round,
     sigmoid,
@@ -167,7 +169,9 @@ __all__ = [
     "OpPattern",
     "power",
     "prod",
+    "qnn",
     "register_op",
+    "reinterpret",
     "reshape",
     "reverse",
     "reverse_reshape",

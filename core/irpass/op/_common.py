@@ -26,20 +26,52 @@ from ..ir.op import (
     attr_ints,
     register_op,
 )
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.types import TensorType, TupleType, Type, numpy_dtype
 
-FLOAT_DTYPES: frozenset[str] = frozenset({"float16", "float32", "float64"})
+#: The floating-point dtypes ops compute with (bfloat16 through ml_dtypes' ufuncs, which
+#: cover numpy's arithmetic and math; kernels widen float16 and bfloat16 with
+#: :func:`accumulate_dtype` where a sum or product would lose precision).
+FLOAT_DTYPES: frozenset[str] = frozenset({"float16", "bfloat16", "float32", "float64"})
 SIGNED_DTYPES: frozenset[str] = frozenset({"int8", "int16", "int32", "int64"})
 UNSIGNED_DTYPES: frozenset[str] = frozenset({"uint8", "uint16", "uint32", "uint64"})
 INT_DTYPES: frozenset[str] = SIGNED_DTYPES | UNSIGNED_DTYPES
-#: Every dtype but bool: what arithmetic accepts.
+#: Every dtype but bool and the storage formats below: what arithmetic accepts.
 NUMERIC_DTYPES: frozenset[str] = FLOAT_DTYPES | INT_DTYPES
+#: The numeric dtypes and bool: what comparisons, ``maximum`` and ``max`` accept.
 ALL_DTYPES: frozenset[str] = NUMERIC_DTYPES | {"bool"}
+#: The 8-, 6- and 4-bit float formats (ml_dtypes): storage and quantization formats, which
+#: ONNX (and so irpass) only casts, quantizes and moves around, never computes with.
+SMALL_FLOAT_DTYPES: frozenset[str] = frozenset(
+    {
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float4_e2m1fn",
+    }
+)
+#: The 4- and 2-bit integers (ml_dtypes): storage and quantization formats, like the above.
+SMALL_INT_DTYPES: frozenset[str] = frozenset({"int4", "uint4", "int2", "uint2"})
+#: Every dtype a tensor may have: what casts and data movement (reshape, transpose,
+#: concatenate, ...) accept.
+ANY_DTYPES: frozenset[str] = ALL_DTYPES | SMALL_FLOAT_DTYPES | SMALL_INT_DTYPES
+#: What ``qnn.quantize`` produces and ``qnn.dequantize`` reads: the integers up to 16 bits,
+#: the 4- and 2-bit ones and the small floats (float8_e8m0fnu is a scale format only).
+QUANTIZED_DTYPES: frozenset[str] = (
+    frozenset({"int8", "uint8", "int16", "uint16"})
+    | SMALL_INT_DTYPES
+    | (SMALL_FLOAT_DTYPES - {"float8_e8m0fnu"})
+)
 
 _DTYPE_WORDS = {
     FLOAT_DTYPES: "a floating-point dtype",
     INT_DTYPES: "an integer dtype",
     NUMERIC_DTYPES: "a numeric (non-bool) dtype",
+    QUANTIZED_DTYPES: "a quantized dtype (8- or 16-bit integer, int4, uint4, int2, uint2, "
+    "float8, float6 or float4)",
 }
 
 
@@ -173,12 +205,14 @@ def result(value: Any, dtype: str | np.dtype) -> np.ndarray:
     numpy returns scalars from ufuncs on 0-d arrays and upcasts in places;
     every kernel funnels its output through here so it matches the type.
     """
+    if type(dtype) is str:
+        dtype = numpy_dtype(dtype)
     return np.asarray(value).astype(dtype, copy=False)
 
 
 def accumulate_dtype(dtype: str) -> str:
-    """The dtype to compute in: float16 is widened to float32, others kept."""
-    return "float32" if dtype == "float16" else dtype
+    """The dtype to compute in: float16 and bfloat16 are widened to float32, others kept."""
+    return "float32" if dtype in ("float16", "bfloat16") else dtype
 
 
 # -- layouts -----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 trigonometric and hyperbolic functions and their inverses), rounding
 (``floor``, ``ceil``, ``trunc``, ``round``), ``sign``, ``isnan``/``isinf``,
 binary arithmetic (with ``floor_mod``/``trunc_mod``), comparisons, logical
-and bitwise ops, shifts, ``where``, ``clip`` and ``cast``.
+and bitwise ops, shifts, ``where``, ``clip``, ``cast`` and
+``reinterpret``.
 
 Binary ops need both operands to have the same dtype (there is no implicit
 promotion, as in Relay) and broadcast their shapes with numpy's rules.
@@ -31,7 +32,7 @@ import numpy as np
 from ..ir.attrs import Attrs
 from ..ir.nodes import Call
 from ..ir.op import AttrField, OpPattern, attr_dtype, attr_float
-from ..ir.types import TensorType, Type
+from ..ir.types import DTYPE_BITS, TensorType, Type, numpy_dtype
 from ._common import (
     ALL_DTYPES,
     FLOAT_DTYPES,
@@ -73,6 +74,7 @@ __all__ = [
     "where",
     "clip",
     "cast",
+    "reinterpret",
     "sin",
     "cos",
     "tan",
@@ -783,7 +785,7 @@ def _cast_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 
 def _cast_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
-    return np.asarray(args[0]).astype(attrs["dtype"])
+    return result(args[0], attrs["dtype"])
 
 
 register(
@@ -800,3 +802,36 @@ register(
 def cast(data: Any, dtype: Any) -> Call:
     """``data`` converted to ``dtype``."""
     return make_call("cast", [data], ["data"], dtype=dtype)
+
+
+def _reinterpret_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "reinterpret", "data")
+    dtype = attrs["dtype"]
+    if DTYPE_BITS[data.dtype] != DTYPE_BITS[dtype]:
+        raise TypeError(
+            f"reinterpret: data {data} has {DTYPE_BITS[data.dtype]}-bit elements but "
+            f"{dtype} has {DTYPE_BITS[dtype]} bits (the widths must be equal)"
+        )
+    return TensorType(data.shape, dtype)
+
+
+def _reinterpret_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    # ml_dtypes keeps a sub-byte value's bits in the low bits of its byte, so a byte view
+    # between two types of the same width keeps exactly those bits
+    return np.array(args[0], order="C").view(numpy_dtype(attrs["dtype"]))
+
+
+register(
+    "reinterpret",
+    num_inputs=1,
+    type_rel=_reinterpret_rel,
+    kernel=_reinterpret_kernel,
+    pattern=OpPattern.ELEMWISE,
+    attrs=(AttrField("dtype", attr_dtype, doc="The target dtype (same bit width)."),),
+    doc="The bits of every element read as ``dtype``, a dtype of the same bit width.",
+)
+
+
+def reinterpret(data: Any, dtype: Any) -> Call:
+    """``data``'s bits read as ``dtype`` (the same width in bits as ``data``'s dtype)."""
+    return make_call("reinterpret", [data], ["data"], dtype=dtype)
