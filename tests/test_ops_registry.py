@@ -231,6 +231,10 @@ CASES: dict[str, tuple] = {
         lambda: op.image.grid_sample(V[0], V[1], method="bicubic", padding_mode="reflection"),
         [r(1, 2, 3, 4), r(1, 2, 2, 5) * 2 - 2],
     ),
+    "vision.roi_align": (
+        lambda: op.vision.roi_align(V[0], V[1], (2, 3), 0.5, mode="max", aligned=True),
+        [r(2, 3, 6, 5), np.array([[1, 0, 1, 6, 9], [0, 2, 2, 3, 4]], "float32")],
+    ),
     "nn.conv2d_transpose": (
         lambda: op.nn.conv2d_transpose(
             V[0], V[1], strides=2, padding=1, output_padding=1, groups=2

@@ -300,6 +300,21 @@ def _build_grid_sample(n, **kw):
     return build
 
 
+def _build_roi_align(**kw):
+    def build():
+        x = _x((2, 3, 6, 5))
+        rois = irpass.const(np.array([[1, 0, 1, 6, 9], [0, 2, 2, 3, 4]], "float32"))
+        return fn([x], op.vision.roi_align(x, rois, (2, 3), 0.5, **kw))
+
+    return build
+
+
+def _build_roi_align_var_rois():
+    x, rois = _x((1, 2, 6, 5)), _x((3, 5), name="rois")
+    return fn([x, rois], op.vision.roi_align(x, rois, (2, 2), 1.0, sample_ratio=2,
+                                             layout="NCHW"))
+
+
 def _pool(name, **kw):
     def build():
         x = _x((1, 3, 9, 8))
@@ -772,6 +787,8 @@ CASES = {
                           (16, 20)),
     "grid_sample_nearest": (_build_grid_sample(2, method="nearest", align_corners=False),
                             (16,)),
+    "vision.roi_align": (_build_roi_align(aligned=True), (16, 17)),
+    "roi_align_output_half_pixel": (_build_roi_align(sample_ratio=2), (10, 16)),
     "nn.conv2d_transpose": (_build_conv2d_transpose, (9, 17)),
     "conv2d_transpose_grouped": (_build_conv2d_transpose_grouped, (17,)),
     "nn.max_pool2d": (_pool("max_pool2d", pool_size=3, strides=2, padding=1), (9, 17)),

@@ -174,3 +174,53 @@ def test_affine_grid(size, align):
     ref = ReferenceEvaluator(model).run(None, {"theta": theta})
     check(model, {"theta": theta}, ref=ref)
     roundtrip(model, {"theta": theta}, opsets=(13, 20))
+
+
+@pytest.mark.parametrize("attrs, opset", [
+    (dict(output_height=3, output_width=2, sampling_ratio=2, spatial_scale=0.5), 16),
+    (dict(output_height=2, output_width=2, coordinate_transformation_mode="output_half_pixel"),
+     16),
+    (dict(output_height=4, output_width=3, mode="max", sampling_ratio=1), 16),
+    (dict(output_height=2, output_width=3, spatial_scale=0.25), 10),
+])
+def test_roi_align(attrs, opset):
+    x = rand(2, 3, 8, 9)
+    rois = np.array([[0, 0, 7, 6], [1.5, 2, 5, 8.5], [3, 1, 3.5, 1.2]], np.float32)
+    if attrs.get("spatial_scale") == 0.25:
+        rois *= 4
+    batch = np.array([1, 0, 1], np.int64)
+    node = helper.make_node("RoiAlign", ["x", "rois", "b"], ["y"], **attrs)
+    model = make_model([node], {"x": x, "rois": rois, "b": batch}, {"y": TensorProto.FLOAT},
+                       opset=opset)
+    feeds = {"x": x, "rois": rois, "b": batch}
+    # ONNX's reference reads RoiAlign-10 with opset 16's default (half_pixel); onnxruntime
+    # keeps opset 10's output_half_pixel. Its max mode departs from the spec's.
+    ref = None if opset == 10 else ReferenceEvaluator(model).run(None, feeds)
+    mod = check(model, feeds, ref=ref)
+    assert "vision.roi_align" in ops_in(mod)
+    if attrs.get("mode") != "max":
+        roundtrip(model, feeds, opsets=(16,))
+
+
+@pytest.mark.parametrize("with_shape", [False, True])
+def test_max_unpool_inverts_max_pool_with_indices(with_shape):
+    # the indices number the unpooled (inferred) shape's elements; output_shape pads it
+    x = rand(1, 2, 4, 4)
+    pool = helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    ins = ["p", "i"] + (["shape"] if with_shape else [])
+    unpool = helper.make_node("MaxUnpool", ins, ["y"], kernel_shape=[2, 2], strides=[2, 2])
+    inits = {"shape": np.array([1, 2, 5, 6], np.int64)} if with_shape else {}
+    model = make_model([pool, unpool], {"x": x}, {"y": TensorProto.FLOAT}, opset=11,
+                       inits=inits)
+    mod = check(model, {"x": x}, ref=ReferenceEvaluator(model).run(None, {"x": x}))
+    assert "scatter_elements" in ops_in(mod)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices_output(storage_order):
+    x = rand(2, 3, 5, 6)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 2], strides=[2, 2],
+                            pads=[1, 0, 1, 1], storage_order=storage_order)
+    model = make_model([node], {"x": x}, {"y": TensorProto.FLOAT, "i": TensorProto.INT64},
+                       opset=12)
+    check(model, {"x": x})

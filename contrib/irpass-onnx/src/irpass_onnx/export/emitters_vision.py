@@ -184,3 +184,30 @@ def _grid_sample(ctx: EmitContext) -> str:
     modes = _GRID_MODES[20 if ctx.opset >= 20 else 16]
     return ctx.emit("GridSample", [ctx.input(0), grid], mode=modes[a["method"]],
                     padding_mode=a["padding_mode"], align_corners=int(a["align_corners"]))
+
+
+@emitter("vision.roi_align")
+def _roi_align(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    ctx.need_opset(10, "RoiAlign")
+    if a["aligned"]:
+        ctx.need_opset(16, "RoiAlign with half_pixel coordinates")
+    layout = a["layout"]
+    x = ctx.transpose(ctx.input(0), [layout.index(c) for c in "NCHW"])
+    rois = ctx.const(1)
+    if rois is not None:
+        boxes = ctx.constant(np.ascontiguousarray(rois[:, 1:]), hint="rois")
+        index = ctx.constant(rois[:, 0].astype(np.int64), hint="batch_indices")
+    else:
+        name = ctx.input(1)
+        boxes = ctx.emit("Slice", [name, ctx.int64s([1]), ctx.int64s([5]), ctx.int64s([1])])
+        first = ctx.emit("Gather", [name, ctx.constant(np.array(0, np.int64))], axis=1)
+        index = ctx.cast(first, "int64")
+    attrs: dict = {"mode": a["mode"], "output_height": a["pooled_size"][0],
+                   "output_width": a["pooled_size"][1], "sampling_ratio": max(a["sample_ratio"], 0),
+                   "spatial_scale": a["spatial_scale"]}
+    if ctx.opset >= 16:
+        attrs["coordinate_transformation_mode"] = "half_pixel" if a["aligned"] \
+            else "output_half_pixel"
+    y = ctx.emit("RoiAlign", [x, boxes, index], **attrs)
+    return ctx.transpose(y, ["NCHW".index(c) for c in layout])

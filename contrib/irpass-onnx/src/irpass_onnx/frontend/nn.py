@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem
+from irpass.ir import Call, Constant, Expr, Op, TensorType, Tuple, TupleGetItem
 from irpass.op.nn._window import out_sizes
 
 from .context import NodeContext
@@ -388,9 +388,47 @@ def _max_pool(ctx: NodeContext) -> Expr:
     if xt.dtype not in ("float16", "float32", "float64", "int8", "uint8"):
         ctx.fail(f"input 0 has dtype {xt.dtype}; MaxPool takes float and 8-bit int tensors")
     if ctx.output_used(1):
-        ctx.fail(f"the Indices output {ctx.node.output[1]!r} is used; irpass's max pooling "
-                 "has none")
+        return _max_pool_with_indices(ctx, xt, attrs)
     return call(f"nn.max_pool{n}d", ctx.input(0), **attrs)
+
+
+def _max_pool_with_indices(ctx: NodeContext, xt: TensorType, attrs: dict[str, Any]) -> list[Expr]:
+    """MaxPool with its Indices output: every window's elements gathered by a constant
+    table of flat positions (padding reads a -inf slot past the end), then max and argmax
+    over the window; the argmax picks the window's flat index (row-major, or column-major
+    over the spatial axes with storage_order=1), as onnxruntime numbers them."""
+    if xt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail("the Indices output is supported for float inputs")
+    shape = xt.shape
+    n = len(shape) - 2
+    spatial = shape[2:]
+    out = out_sizes("MaxPool", spatial, attrs["pool_size"], attrs["strides"],
+                    attrs["dilation"], attrs["padding"], attrs["ceil_mode"])
+    total = math.prod(shape)
+    plane = math.prod(spatial)
+    grids = np.meshgrid(*(np.arange(o) for o in out), indexing="ij")
+    taps = np.meshgrid(*(np.arange(k) for k in attrs["pool_size"]), indexing="ij")
+    pos = [g.reshape(*g.shape, *([1] * n)) * attrs["strides"][i] - attrs["padding"][i]
+           + t.reshape(*([1] * n), *t.shape) * attrs["dilation"][i]
+           for i, (g, t) in enumerate(zip(grids, taps, strict=True))]
+    inside = np.logical_and.reduce([(p >= 0) & (p < spatial[i]) for i, p in enumerate(pos)])
+    clipped = [np.clip(p, 0, spatial[i] - 1) for i, p in enumerate(pos)]
+    row = np.ravel_multi_index(clipped, spatial)
+    col = np.ravel_multi_index(clipped[::-1], spatial[::-1])
+    base = np.arange(shape[0] * shape[1]).reshape(shape[0], shape[1], *([1] * 2 * n)) * plane
+    k = math.prod(attrs["pool_size"])
+    lead = (shape[0], shape[1], *out, k)
+    table = np.where(inside, row, -1)  # (out..., kernel...)
+    reads = np.where(table >= 0, base + table, total).reshape(lead)
+    numbers = (base + (col if ctx.attr("storage_order", 0) else row)).reshape(lead)
+    lowest = Constant(np.full((1,), -np.inf, dtype=xt.dtype))
+    flat = call("concatenate", Tuple([call("reshape", ctx.input(0), newshape=[-1]), lowest]),
+                axis=0)
+    windows = call("take", flat, Constant(reads.astype(np.int64)), axis=0)
+    y = call("max", windows, axis=[-1])
+    best = call("expand_dims", call("argmax", windows, axis=[-1]), axis=n + 2, num_newaxis=1)
+    index = call("gather", Constant(numbers.astype(np.int64)), best, axis=n + 2)
+    return [y, call("squeeze", index, axis=[n + 2])]
 
 
 @converter("AveragePool", since=1)

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 import numpy as np
-from irpass.ir import Expr
+from irpass.ir import Expr, Tuple
 
 from .context import NodeContext
 from .registry import converter
@@ -234,6 +234,91 @@ def _affine_grid(ctx: NodeContext) -> Expr:
     theta_t = call("transpose", [ctx.input(0)], axes=[0, 2, 1])
     grid = call("matmul", [as_const(ctx, base.astype(tt.dtype)), theta_t])
     return call("reshape", [grid], newshape=[size[0], *size[2:], k])
+
+
+# -- region pooling -----------------------------------------------------------------------------
+
+
+def _rois_with_batch(ctx: NodeContext, dtype: str) -> Expr:
+    """ONNX's rois (num_rois, 4) and batch_indices (num_rois,) as TVM's (num_rois, 5) rows
+    [batch_index, x1, y1, x2, y2]."""
+    rt, bt = ctx.type_of(1), ctx.type_of(2)
+    if len(rt.shape) != 2 or rt.shape[1] != 4 or tuple(bt.shape) != (rt.shape[0],):
+        ctx.fail(f"rois {rt} and batch_indices {bt} must be (num_rois, 4) and (num_rois,)")
+    index = call("expand_dims", [call("cast", [ctx.input(2)], dtype=dtype)], axis=1,
+                 num_newaxis=1)
+    rois = ctx.input(1)
+    if rt.dtype != dtype:
+        rois = call("cast", [rois], dtype=dtype)
+    return call("concatenate", [Tuple([index, rois])], axis=1)
+
+
+@converter("RoiAlign", since=10)
+def _roi_align(ctx: NodeContext) -> Expr:
+    xt = ctx.type_of(0)
+    if len(xt.shape) != 4:
+        ctx.fail(f"input {xt} must be (N, C, H, W)")
+    if xt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"input 0 has dtype {xt.dtype}; a float dtype is expected")
+    mode = ctx.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        ctx.fail(f"mode {mode!r} is not one of avg, max")
+    coords = ctx.attr("coordinate_transformation_mode",
+                      "half_pixel" if ctx.opset >= 16 else "output_half_pixel")
+    if coords not in ("half_pixel", "output_half_pixel"):
+        ctx.fail(f"coordinate_transformation_mode {coords!r} is not one of half_pixel, "
+                 "output_half_pixel")
+    size = (int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1)))
+    if min(size) < 1:
+        ctx.fail(f"output_height and output_width must be >= 1, got {size}")
+    return call("vision.roi_align", [ctx.input(0), _rois_with_batch(ctx, xt.dtype)],
+                pooled_size=size, spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
+                sample_ratio=int(ctx.attr("sampling_ratio", 0)), mode=mode,
+                aligned=coords == "half_pixel")
+
+
+@converter("MaxUnpool", since=9)
+def _max_unpool(ctx: NodeContext) -> Expr:
+    # zeros, with X's values scattered at their flat indices (over the whole output, as
+    # MaxPool's Indices count them), then padded with zeros to output_shape
+    xt, it = ctx.type_of(0), ctx.type_of(1)
+    n = len(xt.shape) - 2
+    if n not in (1, 2, 3) or tuple(it.shape) != tuple(xt.shape):
+        ctx.fail(f"X {xt} must be (N, C, spatial...) with 1 to 3 spatial axes, and the "
+                 f"indices {it} of its shape")
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    if len(kernel) != n:
+        ctx.fail(f"kernel_shape {kernel} does not match a {n}-D input {xt}")
+    strides = _list(ctx, "strides", n, 1)
+    pads = _list(ctx, "pads", 2 * n, 0)
+    inferred = list(xt.shape[:2]) + [
+        (xt.shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i]
+        for i in range(n)]
+    shape = ctx.const_input(2, "output_shape", optional=True) if ctx.opset >= 11 else None
+    target = inferred if shape is None or shape.size == 0 else [int(v) for v in shape]
+    if len(target) != len(inferred) or any(t < i for t, i in zip(target, inferred,
+                                                                    strict=True)):
+        ctx.fail(f"output_shape {target} is smaller than the unpooled shape {inferred}")
+    total = math.prod(inferred)
+    flat = call("scatter_elements", [
+        call("zeros", [], shape=(total,), dtype=xt.dtype),
+        call("reshape", [ctx.input(1)], newshape=[-1]),
+        call("reshape", [ctx.input(0)], newshape=[-1]),
+    ], axis=0)
+    y = call("reshape", [flat], newshape=inferred)
+    if target != inferred:
+        y = call("nn.pad", [y], pad_width=[(0, t - i) for t, i in zip(target, inferred,
+                                                                     strict=True)])
+    return y
+
+
+def _list(ctx: NodeContext, name: str, count: int, default: int) -> list[int]:
+    value = ctx.attr(name, None)
+    if value is None:
+        return [default] * count
+    if len(value) != count:
+        ctx.fail(f"attribute {name!r} has {len(value)} values; expected {count}")
+    return [int(v) for v in value]
 
 
 # -- non-maximum suppression --------------------------------------------------------------------
