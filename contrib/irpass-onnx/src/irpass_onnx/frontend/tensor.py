@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, Tuple, TupleGetItem, const
 from irpass.op.transform import infer_reshape
-from onnx import TensorProto
 
 from ..dtypes import dtype_of
 from .context import NodeContext
@@ -345,30 +344,12 @@ def _constant_of_shape(ctx: NodeContext) -> Expr:
     return call("full", [as_const(ctx, fill)], shape=shape, dtype=fill.dtype.name)
 
 
-# -- identity and casts ------------------------------------------------------------------------
+# -- identity ----------------------------------------------------------------------------------
 
 
 @converter("Identity", since=1)
 def _identity(ctx: NodeContext) -> Expr:
     return ctx.input(0)
-
-
-@converter("Cast", since=1)
-def _cast(ctx: NodeContext) -> Expr:
-    x = ctx.input(0)
-    to = ctx.attr("to")
-    if isinstance(to, str):  # opset 1: the type's name
-        try:
-            to = TensorProto.DataType.Value(to.upper())
-        except ValueError:
-            ctx.fail(f"'to' names no ONNX type: {to!r}")
-    try:
-        dtype = dtype_of(int(to), "attribute 'to'")
-    except ValueError as err:
-        ctx.fail(str(err))
-    if ctx.type_of(0).dtype == dtype:
-        return x
-    return call("cast", [x], dtype=dtype)
 
 
 # -- joins and splits --------------------------------------------------------------------------
