@@ -72,6 +72,20 @@ def test_gather_nd(shape, ishape, batch):
           {"x": x, "i": idx})
 
 
+def test_gather_elements_float_indices_name_node():
+    model = one_node("GatherElements", {"x": rand(2, 3), "i": rand(2, 3)}, {"y": F32}, 13)
+    with pytest.raises(OnnxImportError, match=r"'n0' \(GatherElements\).*indices"):
+        from_onnx(model)
+
+
+def test_scatter_nd_updates_of_another_dtype_name_node():
+    x, idx = rand(3, 2), np.array([[0], [2]], np.int64)
+    model = one_node("ScatterND", {"x": x, "i": idx, "u": np.ones((2, 2), np.int64)},
+                     {"y": F32}, 16)
+    with pytest.raises(OnnxImportError, match=r"'n0' \(ScatterND\).*updates"):
+        from_onnx(model)
+
+
 def test_gather_nd_opset_11_has_no_batch_dims():
     x, idx = rand(2, 3), np.array([[1, 2], [0, 0]], np.int64)
     check(one_node("GatherND", {"x": x, "i": idx}, {"y": F32}, 11), {"x": x, "i": idx})
