@@ -224,3 +224,32 @@ def test_max_pool_indices_output(storage_order):
     model = make_model([node], {"x": x}, {"y": TensorProto.FLOAT, "i": TensorProto.INT64},
                        opset=12)
     check(model, {"x": x})
+
+
+@pytest.mark.parametrize("attrs, with_mask, with_bias", [
+    (dict(), False, False),
+    (dict(pads=[1, 0, 1, 2], strides=[2, 1], dilations=[1, 2]), True, True),
+    (dict(group=2, offset_group=2), True, False),
+])
+def test_deform_conv_matches_the_reference(attrs, with_mask, with_bias):
+    rng = np.random.default_rng(6)
+    x = rand(2, 4, 5, 6)
+    groups, og = attrs.get("group", 1), attrs.get("offset_group", 1)
+    w = rand(6, 4 // groups, 2, 3, seed=1)
+    strides, dil = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    oh = (5 + pads[0] + pads[2] - dil[0] * 1 - 1) // strides[0] + 1
+    ow = (6 + pads[1] + pads[3] - dil[1] * 2 - 1) // strides[1] + 1
+    offset = rng.uniform(-1.5, 1.5, (2, og * 6 * 2, oh, ow)).astype(np.float32)
+    names = ["x", "w", "offset", "b" if with_bias else "", "mask" if with_mask else ""]
+    while names[-1] == "":
+        names.pop()
+    inputs = {"x": x, "w": w, "offset": offset}
+    if with_bias:
+        inputs["b"] = rand(6, seed=3)
+    if with_mask:
+        inputs["mask"] = rng.uniform(0, 1, (2, og * 6, oh, ow)).astype(np.float32)
+    node = helper.make_node("DeformConv", names, ["y"], **attrs)
+    model = make_model([node], inputs, {"y": TensorProto.FLOAT}, opset=19)
+    mod = check(model, inputs, ref=ReferenceEvaluator(model).run(None, inputs))
+    assert "image.grid_sample" in ops_in(mod)

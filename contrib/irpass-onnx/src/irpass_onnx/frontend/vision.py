@@ -321,6 +321,75 @@ def _list(ctx: NodeContext, name: str, count: int, default: int) -> list[int]:
     return [int(v) for v in value]
 
 
+@converter("DeformConv", since=19)
+def _deform_conv(ctx: NodeContext) -> Expr:
+    # As ONNX's reference defines it: every kernel tap samples the input bilinearly (zeros
+    # outside) at its offset position, which is image.grid_sample with align_corners over the
+    # positions normalized to [-1, 1]; the samples, times the mask, are the columns of a
+    # grouped matrix product with the weight.
+    xt, wt, ot = ctx.type_of(0), ctx.type_of(1), ctx.type_of(2)
+    if len(xt.shape) != 4:
+        ctx.fail(f"input {xt} must be (N, C, H, W): irpass has 2-D deformable convolution")
+    if xt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"input 0 has dtype {xt.dtype}; a float dtype is expected")
+    n, c, h, w = xt.shape
+    if h < 2 or w < 2:
+        ctx.fail(f"input {xt} must be at least 2x2 (positions are normalized by H - 1, W - 1)")
+    o, cg, kh, kw = wt.shape
+    groups = int(ctx.attr("group", 1))
+    og = int(ctx.attr("offset_group", 1))
+    k = kh * kw
+    if c != cg * groups or o % groups or c % og:
+        ctx.fail(f"weight {wt}, group {groups} and offset_group {og} do not fit input {xt}")
+    if len(ot.shape) != 4 or ot.shape[:2] != (n, og * k * 2):
+        ctx.fail(f"offset {ot} must be (N, offset_group * kH * kW * 2, oH, oW)")
+    oh, ow = ot.shape[2:]
+    strides = _list(ctx, "strides", 2, 1)
+    dil = _list(ctx, "dilations", 2, 1)
+    pads = _list(ctx, "pads", 4, 0)
+    if ctx.has_attr("kernel_shape") and list(ctx.attr("kernel_shape")) != [kh, kw]:
+        ctx.fail(f"kernel_shape {ctx.attr('kernel_shape')} does not match the weight {wt}")
+    rows = np.arange(oh)[:, None] * strides[0] - pads[0]
+    cols = np.arange(ow)[None, :] * strides[1] - pads[1]
+    ti, tj = np.meshgrid(np.arange(kh) * dil[0], np.arange(kw) * dil[1], indexing="ij")
+    base = np.stack([ti.reshape(-1, 1, 1) + rows + 0 * cols,
+                     tj.reshape(-1, 1, 1) + cols + 0 * rows], axis=1)  # (k, 2, oH, oW)
+    dtype = xt.dtype
+    scale = np.array([2.0 / (h - 1), 2.0 / (w - 1)]).reshape(1, 1, 1, 2, 1, 1)
+    pos = call("add", [call("reshape", [ctx.input(2)], newshape=[n, og, k, 2, oh, ow]),
+                       as_const(ctx, base.astype(dtype))])
+    norm = call("subtract", [call("multiply", [pos, as_const(ctx, scale.astype(dtype))]),
+                             as_const(ctx, np.array(1.0, dtype))])
+    # (N, og, 2 as (x, y), k, oH, oW)
+    grid = call("transpose", [call("reverse", [norm], axis=3)], axes=[0, 1, 3, 2, 4, 5])
+    mask = ctx.input(4, optional=True) if ctx.num_inputs > 4 else None
+    if mask is not None:
+        mask = call("reshape", [mask], newshape=[n, og, 1, k, oh, ow])
+    per = c // og
+    parts = []
+    for g in range(og):
+        pick = as_const(ctx, np.array(g, np.int64))
+        grid_g = call("reshape", [call("take", [grid, pick], axis=1)],
+                      newshape=[n, 2, k * oh, ow])
+        data_g = call("take", [ctx.input(0), as_const(ctx, np.arange(g * per, (g + 1) * per))],
+                      axis=1)
+        sampled = call("reshape", [call("image.grid_sample", [data_g, grid_g],
+                                        method="bilinear", padding_mode="zeros",
+                                        align_corners=True)],
+                       newshape=[n, per, k, oh, ow])
+        if mask is not None:
+            sampled = call("multiply", [sampled, call("take", [mask, pick], axis=1)])
+        parts.append(sampled)
+    columns = parts[0] if og == 1 else call("concatenate", [Tuple(parts)], axis=1)
+    columns = call("reshape", [columns], newshape=[n, groups, cg * k, oh * ow])
+    weight = call("reshape", [ctx.input(1)], newshape=[groups, o // groups, cg * k])
+    y = call("reshape", [call("matmul", [weight, columns])], newshape=[n, o, oh, ow])
+    bias = ctx.input(3, optional=True) if ctx.num_inputs > 3 else None
+    if bias is not None:
+        y = call("nn.bias_add", [y, bias], axis=1)
+    return y
+
+
 # -- non-maximum suppression --------------------------------------------------------------------
 
 
