@@ -14,6 +14,7 @@ from irpass import op
 from irpass.ir import Function, IRModule, var
 from irpass_onnx import OnnxExportError, OnnxImportError, from_onnx, to_onnx
 from irpass_onnx.dtypes import DTYPE_MIN_OPSET, DTYPE_TO_ONNX, ONNX_TO_DTYPE, dtype_of
+from irpass_onnx.testing import run_onnxruntime
 from onnx import TensorProto as TP
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
@@ -101,11 +102,21 @@ def test_a_type_irpass_lacks_is_refused_naming_where():
         from_onnx(model)
 
 
-def test_reinterpret_export_is_a_clean_error():
+def test_reinterpret_between_integers_exports_as_cast_else_is_a_clean_error():
     mod = IRModule.from_expr(Function([v := var("x", shape=(2,), dtype="float32")],
                                       op.reinterpret(v, "int32")))
     with pytest.raises(OnnxExportError, match="BitCast, which needs opset >= 26"):
         to_onnx(mod, opset=21)
+    for src, dst in (("int8", "uint8"), ("uint32", "int32"), ("bool", "uint8")):
+        mod = IRModule.from_expr(Function([v := var("x", shape=(4,), dtype=src)],
+                                          op.reinterpret(v, dst)))
+        model = to_onnx(mod, opset=9)
+        onnx.checker.check_model(model, full_check=True)
+        x = np.array([0, 1, 200, 255], np.uint8).astype(src)
+        if src == "uint32":
+            x = np.array([0, 1, 2**31, 2**32 - 1], np.uint32)
+        np.testing.assert_array_equal(run_onnxruntime(model, {"x": x})[0],
+                                      irpass.evaluate(mod, x=x))
 
 
 @pytest.mark.parametrize("dst", ["float8_e4m3fn", "float8_e5m2"])

@@ -26,6 +26,8 @@ _QUANT_MIN_OPSET = {"int8": 10, "uint8": 10, "int16": 21, "uint16": 21, "int4": 
 _INT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767),
               "uint16": (0, 65535), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),
               "uint2": (0, 3)}
+_INTS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                   "int4", "uint4", "int2", "uint2"})
 _FLOAT8_MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0,
                "float8_e5m2fnuz": 57344.0}
 
@@ -57,8 +59,13 @@ def _reinterpret(ctx: EmitContext) -> str:
     if src == dst:
         return ctx.input(0)
     _check_dtypes(ctx, src, dst)
+    if dst in _INTS and (src in _INTS or src == "bool"):
+        # between integers of one width (or from bool) the bits are the value modulo 2**n,
+        # which is what Cast keeps
+        return ctx.cast(ctx.input(0), dst)
     if ctx.opset < 26:
-        raise ctx.fail("reinterpret is ONNX's BitCast, which needs opset >= 26")
+        raise ctx.fail("reinterpret between these dtypes is ONNX's BitCast, which needs "
+                       "opset >= 26")
     return ctx.emit("BitCast", [ctx.input(0)], to=ctx.onnx_type(dst))
 
 
