@@ -343,15 +343,30 @@ def test_max_pool_dilations_opset_9_and_1d():
     check(model, feeds)
 
 
-def test_max_pool_indices_output_is_an_error():
-    x = rand(1, 2, 4, 4)
-    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2])
+def _max_pool_with_indices(x: np.ndarray, **attrs) -> onnx.ModelProto:
+    node = helper.make_node("MaxPool", ["x"], ["y", "idx"], **attrs)
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
     graph = helper.make_graph(
-        [node], "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+        [node], "t", [helper.make_tensor_value_info("x", elem, x.shape)],
+        [helper.make_tensor_value_info("y", elem, None),
          helper.make_tensor_value_info("idx", TensorProto.INT64, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
-    with pytest.raises(OnnxImportError, match="Indices"):
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [2, 2], "storage_order": 1},
+])
+def test_max_pool_indices_output_numbers_the_window_maxima(attrs):
+    # the flat index of each window's maximum, as onnxruntime numbers it
+    x = rand(2, 3, 5, 5)
+    check(_max_pool_with_indices(x, **attrs), {"x": x})
+
+
+def test_max_pool_indices_of_int_data_is_an_error():
+    model = _max_pool_with_indices(rand(1, 2, 4, 4).astype(np.int8), kernel_shape=[2, 2])
+    with pytest.raises(OnnxImportError, match="Indices output"):
         from_onnx(model)
 
 
