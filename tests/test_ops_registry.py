@@ -235,6 +235,10 @@ CASES: dict[str, tuple] = {
         lambda: op.vision.roi_align(V[0], V[1], (2, 3), 0.5, mode="max", aligned=True),
         [r(2, 3, 6, 5), np.array([[1, 0, 1, 6, 9], [0, 2, 2, 3, 4]], "float32")],
     ),
+    "vision.roi_pool": (
+        lambda: op.vision.roi_pool(V[0], V[1], (2, 3), 0.5, layout="NHWC"),
+        [r(2, 6, 5, 3), np.array([[1, 0, 1, 6, 9], [0, 2, 2, 3, 4]], "float32")],
+    ),
     "nn.conv2d_transpose": (
         lambda: op.nn.conv2d_transpose(
             V[0], V[1], strides=2, padding=1, output_padding=1, groups=2

@@ -80,3 +80,23 @@ def test_errors():
               np.array([[2, 0, 0, 1, 1]], "float32"))
     with pytest.raises(Exception, match=r"mode must be one of"):
         op.vision.roi_align(d, r, (2, 2), 1.0, mode="mean")
+
+
+def test_roi_pool_takes_each_bins_maximum():
+    x = np.arange(16, dtype="float32").reshape(1, 1, 4, 4)
+    rows = np.array([[0, 0, 0, 3, 3],      # the whole image: 2x2 bins of 2x2
+                     [0, 2.4, 0.6, 7, 1.4],  # scale 0.5 rounds to x 1..4 (clipped), y 0..1
+                     [0, 20, 20, 30, 30]], dtype="float32")  # outside: every bin empty
+    _, got = _eval(lambda d, r: op.vision.roi_pool(d, r, (2, 2), 1.0), x, rows[:1])
+    np.testing.assert_array_equal(got[0, 0], [[5, 7], [13, 15]])
+    _, got = _eval(lambda d, r: op.vision.roi_pool(d, r, (1, 2), 0.5), x, rows)
+    # roi 1: columns 1..4 (4 wide, 2 bins: 1-2 and 3-4 -> clipped to 3), rows 0..1
+    np.testing.assert_array_equal(got[1, 0], [[6, 7]])
+    np.testing.assert_array_equal(got[2], 0)
+
+
+def test_roi_pool_errors():
+    d, r = var("d", shape=(1, 2, 4, 4)), var("r", shape=(3, 4))
+    mod = IRModule.from_expr(Function([d, r], op.vision.roi_pool(d, r, (2, 2), 1.0)))
+    with pytest.raises(Exception, match=r"vision.roi_pool: rois .* must be \(num_rois, 5\)"):
+        irpass.transform.InferType()(mod)

@@ -315,6 +315,16 @@ def _build_roi_align_var_rois():
                                              layout="NCHW"))
 
 
+def _build_roi_pool():
+    x, rois = _x((2, 3, 6, 5)), _x((2, 5), name="rois")
+    return fn([x, rois], op.vision.roi_pool(x, rois, (2, 3), 0.5))
+
+
+def _roi_pool_inputs(mod):
+    return {"x": rng.standard_normal((2, 3, 6, 5)).astype("float32"),
+            "rois": np.array([[1, 0, 1, 6, 9], [0, 2, 2, 3, 4]], "float32")}
+
+
 def _pool(name, **kw):
     def build():
         x = _x((1, 3, 9, 8))
@@ -789,6 +799,8 @@ CASES = {
                             (16,)),
     "vision.roi_align": (_build_roi_align(aligned=True), (16, 17)),
     "roi_align_output_half_pixel": (_build_roi_align(sample_ratio=2), (10, 16)),
+    # the batch indices must name an image
+    "vision.roi_pool": (_build_roi_pool, (9, 17), _roi_pool_inputs),
     "nn.conv2d_transpose": (_build_conv2d_transpose, (9, 17)),
     "conv2d_transpose_grouped": (_build_conv2d_transpose_grouped, (17,)),
     "nn.max_pool2d": (_pool("max_pool2d", pool_size=3, strides=2, padding=1), (9, 17)),

@@ -253,3 +253,18 @@ def test_deform_conv_matches_the_reference(attrs, with_mask, with_bias):
     model = make_model([node], inputs, {"y": TensorProto.FLOAT}, opset=19)
     mod = check(model, inputs, ref=ReferenceEvaluator(model).run(None, inputs))
     assert "image.grid_sample" in ops_in(mod)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5, 0.3])
+def test_max_roi_pool_matches_onnxruntime_and_exports(scale):
+    rng = np.random.default_rng(7)
+    x = rand(2, 3, 9, 11)
+    corners = rng.uniform(-2, 24, (8, 2, 2)).astype(np.float32)
+    rois = np.concatenate([rng.integers(0, 2, (8, 1)).astype(np.float32), corners.min(1),
+                           corners.max(1)], axis=1)
+    node = helper.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[3, 2],
+                            spatial_scale=scale)
+    model = make_model([node], {"x": x, "r": rois}, {"y": TensorProto.FLOAT}, opset=13)
+    feeds = {"x": x, "r": rois}
+    assert ops_in(check(model, feeds)) == ["vision.roi_pool"]
+    roundtrip(model, feeds, opsets=(11, 13))

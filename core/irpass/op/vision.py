@@ -1,4 +1,5 @@
-"""Detection ops (``vision.*``, TVM Relay's names and attributes): ``vision.roi_align``.
+"""Detection ops (``vision.*``, TVM Relay's names and attributes): ``vision.roi_align`` and
+``vision.roi_pool``.
 
 ``vision.roi_align`` pools each region of interest (a row ``[batch_index, x1, y1, x2, y2]``
 of ``rois``, in input coordinates scaled by ``spatial_scale``) into ``pooled_size`` bins. Each
@@ -10,6 +11,10 @@ the largest of the weighted corner values instead (ONNX's and onnxruntime's defi
 ``aligned`` (an irpass addition, torchvision's name for ONNX's ``half_pixel`` mode) shifts
 the scaled region by half an element and lets it be smaller than 1x1; without it a region is
 at least 1x1.
+
+``vision.roi_pool`` (Fast R-CNN's RoIPool, ONNX MaxRoiPool) rounds the scaled region to whole
+elements (at least 1x1), splits it into ``pooled_size`` bins (``floor`` of each bin's start,
+``ceil`` of its end, clipped to the input) and takes each bin's maximum; an empty bin is 0.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from ._common import (
     to_layout,
 )
 
-__all__ = ["roi_align"]
+__all__ = ["roi_align", "roi_pool"]
 
 _OP = "vision.roi_align"
 
@@ -146,3 +151,71 @@ def roi_align(data: Any, rois: Any, pooled_size: Any, spatial_scale: float,
     return make_call(_OP, [data, rois], ["data", "rois"], pooled_size=pooled_size,
                      spatial_scale=spatial_scale, sample_ratio=sample_ratio, layout=layout,
                      mode=mode, aligned=aligned)
+
+
+def _roi_pool_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    data = tensor_arg(arg_types[0], "vision.roi_pool", "data")
+    rois = tensor_arg(arg_types[1], "vision.roi_pool", "rois")
+    check_dtype(data, FLOAT_DTYPES, "vision.roi_pool", "data")
+    dtype = check_same_dtype("vision.roi_pool", ("data", data), ("rois", rois))
+    layout = attrs["layout"]
+    check_rank(data, 4, "vision.roi_pool", "data", layout)
+    if rois.ndim != 2 or rois.shape[1] != 5:
+        raise ValueError(f"vision.roi_pool: rois {rois} must be (num_rois, 5): batch index, "
+                         "x1, y1, x2, y2")
+    d = layout_dims(data.shape, layout)
+    ph, pw = attrs["pooled_size"]
+    out = {"N": rois.shape[0], "C": d["C"], "H": ph, "W": pw}
+    return TensorType(tuple(out[c] for c in layout), dtype)
+
+
+def _round_half_away(v: float) -> int:
+    return int(math.floor(v + 0.5)) if v >= 0 else -int(math.floor(-v + 0.5))
+
+
+def _roi_pool_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, rois = args
+    x = to_layout(data, attrs["layout"], "NCHW")
+    _, c, h, w = x.shape
+    ph, pw = attrs["pooled_size"]
+    scale = attrs["spatial_scale"]
+    out = np.zeros((rois.shape[0], c, ph, pw), dtype=np.float64)
+    for r, roi in enumerate(rois.astype(np.float64)):
+        b = int(roi[0])
+        if not 0 <= b < x.shape[0]:
+            raise ValueError(f"vision.roi_pool: roi {r} has batch index {float(roi[0])}, "
+                             f"outside the {x.shape[0]} images of data")
+        x1, y1, x2, y2 = (_round_half_away(v * scale) for v in roi[1:])
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for i in range(ph):
+            top = min(max(math.floor(i * rh / ph) + y1, 0), h)
+            bottom = min(max(math.ceil((i + 1) * rh / ph) + y1, 0), h)
+            for j in range(pw):
+                left = min(max(math.floor(j * rw / pw) + x1, 0), w)
+                right = min(max(math.ceil((j + 1) * rw / pw) + x1, 0), w)
+                if bottom > top and right > left:
+                    out[r, :, i, j] = x[b, :, top:bottom, left:right].max(axis=(1, 2))
+    return result(to_layout(out, "NCHW", attrs["layout"]), data.dtype)
+
+
+register(
+    "vision.roi_pool",
+    num_inputs=2,
+    type_rel=_roi_pool_rel,
+    kernel=_roi_pool_kernel,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    attrs=(
+        AttrField("pooled_size", attr_pair(1), doc="(height, width) of each pooled region."),
+        AttrField("spatial_scale", attr_float, doc="Scale from roi to data coordinates."),
+        AttrField("layout", attr_layout("NCHW", "NHWC"), "NCHW", doc="Data layout."),
+    ),
+    doc="Region-of-interest max pooling (Fast R-CNN; ONNX MaxRoiPool).",
+)
+
+
+def roi_pool(data: Any, rois: Any, pooled_size: Any, spatial_scale: float,
+             layout: str = "NCHW") -> Call:
+    """The maximum of each of ``pooled_size`` bins of each region of ``rois`` (num_rois, 5:
+    batch index, x1, y1, x2, y2) of ``data`` (Relay's signature)."""
+    return make_call("vision.roi_pool", [data, rois], ["data", "rois"],
+                     pooled_size=pooled_size, spatial_scale=spatial_scale, layout=layout)

@@ -211,3 +211,13 @@ def _roi_align(ctx: EmitContext) -> str:
             else "output_half_pixel"
     y = ctx.emit("RoiAlign", [x, boxes, index], **attrs)
     return ctx.transpose(y, ["NCHW".index(c) for c in layout])
+
+
+@emitter("vision.roi_pool")
+def _roi_pool(ctx: EmitContext) -> str:
+    a = ctx.attrs
+    layout = a["layout"]
+    x = ctx.transpose(ctx.input(0), [layout.index(c) for c in "NCHW"])
+    y = ctx.emit("MaxRoiPool", [x, ctx.input(1)], pooled_shape=list(a["pooled_size"]),
+                 spatial_scale=a["spatial_scale"])
+    return ctx.transpose(y, ["NCHW".index(c) for c in layout])

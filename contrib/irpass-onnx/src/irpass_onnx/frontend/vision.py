@@ -1,5 +1,5 @@
 """Converters of the ONNX image and detection ops: Resize, Upsample, GridSample, AffineGrid,
-RoiAlign, NonMaxSuppression, MaxUnpool.
+RoiAlign, MaxRoiPool, NonMaxSuppression, MaxUnpool, DeformConv.
 
 Resize's ``scales``/``sizes``/``roi`` operands fix the output shape, so they are read at import
 (:meth:`NodeContext.const_input`); the batch and channel axes must keep their size.
@@ -275,6 +275,22 @@ def _roi_align(ctx: NodeContext) -> Expr:
                 pooled_size=size, spatial_scale=float(ctx.attr("spatial_scale", 1.0)),
                 sample_ratio=int(ctx.attr("sampling_ratio", 0)), mode=mode,
                 aligned=coords == "half_pixel")
+
+
+@converter("MaxRoiPool", since=1)
+def _max_roi_pool(ctx: NodeContext) -> Expr:
+    xt, rt = ctx.type_of(0), ctx.type_of(1)
+    if len(xt.shape) != 4 or xt.dtype not in ("float16", "float32", "float64"):
+        ctx.fail(f"input {xt} must be a float (N, C, H, W) tensor")
+    if len(rt.shape) != 2 or rt.shape[1] != 5:
+        ctx.fail(f"rois {rt} must be (num_rois, 5): batch index, x1, y1, x2, y2")
+    rois = ctx.input(1) if rt.dtype == xt.dtype else call("cast", [ctx.input(1)],
+                                                          dtype=xt.dtype)
+    size = tuple(int(v) for v in ctx.attr("pooled_shape"))
+    if len(size) != 2 or min(size) < 1:
+        ctx.fail(f"pooled_shape {list(size)} must be two sizes >= 1")
+    return call("vision.roi_pool", [ctx.input(0), rois], pooled_size=size,
+                spatial_scale=float(ctx.attr("spatial_scale", 1.0)))
 
 
 @converter("MaxUnpool", since=9)
