@@ -1052,3 +1052,27 @@ def test_a_node_of_a_type_onnx_lacks_at_the_export_opset_is_a_clean_error():
     mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
     with pytest.raises(OnnxExportError, match=r"not valid at opset 21: .*Range.*float16"):
         to_onnx(mod, opset=21)
+
+
+@pytest.mark.parametrize("op_type, shape, identity", [
+    ("ReduceMax", (2, 0, 4), False), ("ReduceMin", (2, 0, 4), True),
+    ("ReduceMax", (2, 3, 4), None),
+])
+def test_a_dynamic_bool_reduction_runs_on_uint8(op_type, shape, identity):
+    # ReduceMax with run-time axes is a dynamic node; onnxruntime has no bool kernel for an
+    # empty reduction, so the export reduces uint8 0/1 (identities 0 and 255: False, True)
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=1)], "reduce",
+        [helper.make_tensor_value_info("x", TensorProto.BOOL, shape),
+         helper.make_tensor_value_info("axes", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [2, 1, 4])])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]))
+    model = to_onnx(mod)
+    onnx.checker.check_model(model, full_check=True)
+    x = np.random.default_rng(0).random(shape) > 0.5
+    inputs = {"x": x, "axes": np.array([1], np.int64)}
+    got = run_ort(model, inputs)[0]
+    expected = np.asarray(irpass.evaluate(mod, **inputs))
+    assert got.dtype == np.bool_ and np.array_equal(got, expected)
+    if identity is not None:
+        assert (got == identity).all()

@@ -304,8 +304,9 @@ def _reduce(ctx: EmitContext) -> str:
     op = _REDUCE[ctx.node.op]
     keep = int(ctx.attrs["keepdims"])
     x = ctx.input(0)
-    if in_type.dtype == "bool":  # onnxruntime reduces no bools: any/all as int32 max/min
-        x = ctx.cast(x, "int32")
+    if in_type.dtype == "bool":
+        # onnxruntime's bool reductions are partial: any/all on 0/1 (uint8 from opset 12)
+        x = ctx.cast(x, "uint8" if ctx.opset >= 12 else "int32")
     axes_as_input = ctx.opset >= (13 if op == "ReduceSum" else 18)
     if axes_as_input:
         y = ctx.emit(op, [x, ctx.int64s(axes, "axes")], keepdims=keep)

@@ -7,7 +7,9 @@ When the export opset's schema of the op lacks a 16-bit float type the node has 
 came to many ops only in opset 22+), an op that only moves or selects elements runs in
 float32 between two casts: float16 and bfloat16 values are all exact float32 values, so the
 result is the same. Ops that compute (Range, ...) are left as they are: the final type check
-of the export then names what is missing."""
+of the export then names what is missing. A bool ReduceMax/ReduceMin runs on uint8 (0 and
+1): onnxruntime has no bool kernel for an empty reduction, and uint8's identities 0 and 255
+read back as False and True, the bool identities."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ _MOVES_ELEMENTS = frozenset({
     "NonZero", "Where",
 })
 _WIDENED = ("float16", "bfloat16")
+_BOOL_AS_UINT8 = frozenset({"ReduceMax", "ReduceMin"})
 
 
 @emitter(OP_NAME)
@@ -50,15 +53,15 @@ def _node(ctx: EmitContext) -> Any:
     while inputs and not inputs[-1]:
         inputs.pop()
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    widened = _widened_params(node, ctx.opset, dtypes)
+    widened, wide = _widened_params(node, ctx.opset, dtypes)
     if widened:
         formal_in, _ = _formal_params(node.op_type, ctx.opset)
         slot_type = {slot: ctx.type_of(k) for k, slot in enumerate(ctx.attrs["input_slots"])}
         for i, name in enumerate(inputs):
             if name and _param(formal_in, i) in widened:
                 # declared: reading the model back, a dynamic node's operands need types
-                inputs[i] = ctx.declare(ctx.cast(name, "float32"),
-                                        TensorType(slot_type[i].shape, "float32"))
+                inputs[i] = ctx.declare(ctx.cast(name, wide),
+                                        TensorType(slot_type[i].shape, wide))
     outs = ctx.emit(node.op_type, inputs, outputs=len(node.output), **attrs)
     if not widened:
         return outs
@@ -66,8 +69,8 @@ def _node(ctx: EmitContext) -> Any:
     out_list = [outs] if len(node.output) == 1 else list(outs)
     declared = ctx.attrs["out_types"]
     for j, name in enumerate(out_list):
-        if _param(formal_out, j) in widened and declared[j][0] != "float32":
-            ctx.declare(name, TensorType(tuple(declared[j][1]), "float32"))
+        if _param(formal_out, j) in widened and declared[j][0] != wide:
+            ctx.declare(name, TensorType(tuple(declared[j][1]), wide))
             out_list[j] = ctx.cast(name, declared[j][0])
     return out_list[0] if len(node.output) == 1 else out_list
 
@@ -92,12 +95,16 @@ def _region(ctx: EmitContext, region: NodeProto) -> list[str]:
     return [names[x] for x in region.output]
 
 
-def _widened_params(node: NodeProto, opset: int, dtypes: list[str | None]) -> set[str]:
-    """The type params of ``node`` to run in float32: those bound to a float16/bfloat16 input
-    the schema does not take at ``opset`` but whose float32 it does (element-moving ops only)."""
-    if node.op_type not in _MOVES_ELEMENTS:
-        return set()
+def _widened_params(node: NodeProto, opset: int,
+                    dtypes: list[str | None]) -> tuple[set[str], str]:
+    """The type params of ``node`` to run in another dtype, and that dtype: float32 for those
+    bound to a float16/bfloat16 input the schema does not take at ``opset`` but whose float32
+    it does (element-moving ops only); uint8 for a bool reduction by max or min."""
     formal_in, _ = _formal_params(node.op_type, opset)
+    if node.op_type in _BOOL_AS_UINT8 and dtypes and dtypes[0] == "bool":
+        return {_param(formal_in, 0)}, "uint8"
+    if node.op_type not in _MOVES_ELEMENTS:
+        return set(), ""
     allowed = type_constraints(node.op_type, opset)
     out: set[str] = set()
     for i, dtype in enumerate(dtypes):
@@ -105,7 +112,7 @@ def _widened_params(node: NodeProto, opset: int, dtypes: list[str | None]) -> se
         if (dtype in _WIDENED and param in allowed and f"tensor({dtype})" not in allowed[param]
                 and "tensor(float)" in allowed[param]):
             out.add(param)
-    return out
+    return out, "float32"
 
 
 def _param(formal: tuple[str, ...], i: int) -> str:
