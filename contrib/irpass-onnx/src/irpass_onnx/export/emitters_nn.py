@@ -61,25 +61,28 @@ def _as_8bit(ctx: EmitContext, v: object) -> tuple[str, str] | None:
     return None
 
 
-def _shifted_8bit(ctx: EmitContext, i: int, per_channel: bool) -> tuple[str, str | None] | None:
-    """Input ``i`` as (8-bit value, zero point or None): ``cast(q) - zero_point`` (the
-    integer ops' decomposition) or an 8-bit value by itself. A zero point is one number, or
-    (``per_channel``) one per output channel."""
+def _shifted_8bit(ctx: EmitContext, i: int, per_channel: bool
+                  ) -> tuple[str, tuple[str, bool] | None, str] | None:
+    """Input ``i`` as (8-bit value, zero point or None, the value's dtype): ``cast(q) -
+    zero_point`` (the integer ops' decomposition) or an 8-bit value by itself. The zero
+    point is (name, whether it holds one number per output channel); one number, or one
+    per output channel when ``per_channel``."""
     v = ctx.node.inputs[i]
     if isinstance(v, Node) and v.op == "subtract" and v.alias is None:
         base = _as_8bit(ctx, v.inputs[0])
         if base is None:
             return None
         zp = _zero_point(ctx, v.inputs[1], base[1], per_channel)
-        return None if zp is None else (base[0], zp)
+        return None if zp is None else (base[0], zp, base[1])
     base = _as_8bit(ctx, v)
-    return None if base is None else (base[0], None)
+    return None if base is None else (base[0], None, base[1])
 
 
-def _zero_point(ctx: EmitContext, v: object, dtype: str, per_channel: bool) -> str | None:
-    """A zero point subtracted from a widened ``dtype`` value, as an ONNX ``dtype`` value: a
-    constant, or a widened (and maybe reshaped) ``dtype`` input; one number, or (when
-    ``per_channel``) one per output channel."""
+def _zero_point(ctx: EmitContext, v: object, dtype: str,
+                per_channel: bool) -> tuple[str, bool] | None:
+    """A zero point subtracted from a widened ``dtype`` value, as (an ONNX ``dtype`` value,
+    whether it holds one number per output channel): a constant, or a widened (and maybe
+    reshaped) ``dtype`` input."""
     channels = ctx.type_of(1).shape[0]
     if isinstance(v, Const):
         info, zp = np.iinfo(dtype), v.data
@@ -87,18 +90,20 @@ def _zero_point(ctx: EmitContext, v: object, dtype: str, per_channel: bool) -> s
             return None
         flat = zp.reshape(-1)
         if (flat == flat[0]).all():
-            return ctx.constant(np.asarray(flat[0], dtype), hint="zero_point")
+            return ctx.constant(np.asarray(flat[0], dtype), hint="zero_point"), False
         if per_channel and zp.ndim >= 1 and zp.size == zp.shape[0] == channels:
-            return ctx.constant(flat.astype(dtype), hint="zero_point")
+            return ctx.constant(flat.astype(dtype), hint="zero_point"), True
         return None
     if isinstance(v, Node) and v.op == "reshape" and v.alias is None:
         v = v.inputs[0]
     if isinstance(v, Node) and v.op == "cast" and v.alias is None:
         src = v.inputs[0]
         ty = getattr(src, "type", None)
-        if ty is not None and ty.dtype == dtype and (
-                ty.shape in ((), (1,)) or (per_channel and ty.shape == (channels,))):
-            return ctx.name_of(src)
+        if ty is not None and ty.dtype == dtype:
+            if ty.shape in ((), (1,)):
+                return ctx.name_of(src), False
+            if per_channel and ty.shape == (channels,):
+                return ctx.name_of(src), True
     return None
 
 
@@ -107,21 +112,31 @@ def _conv_integer(ctx: EmitContext) -> str:
     integer form reads 8-bit data (widened by a cast, less a zero point, or constants)."""
     a = ctx.attrs
     dl, kl = a["data_layout"], a["kernel_layout"]
-    # onnxruntime's ConvInteger takes one zero point for the weight, not one per channel
-    x, w = _shifted_8bit(ctx, 0, False), _shifted_8bit(ctx, 1, False)
+    x = _shifted_8bit(ctx, 0, False)
+    w = _shifted_8bit(ctx, 1, a["groups"] == 1)
     if x is None or w is None or ctx.opset < 10 or ctx.out_type.dtype not in ("int32", "int64") \
             or ctx.node.extra.get("bias") is not None:
         raise ctx.fail(f"an integer convolution of {ctx.type_of(0).dtype} data has no ONNX "
                        "form unless its inputs are 8-bit values widened (ConvInteger, opset "
                        ">= 10)")
     xs = _to_nchw(ctx, x[0], dl)
-    ws = ctx.transpose(w[0], [kl.index(c) for c in "OI" + _canonical(dl)[2:]])
-    ins = [xs, ws, x[1] or "", w[1] or ""]
-    while ins[-1] == "":
-        ins.pop()
-    y = ctx.emit("ConvInteger", ins, kernel_shape=_kernel_shape(ctx, kl),
-                 strides=a["strides"], pads=a["padding"], dilations=a["dilation"],
-                 group=a["groups"])
+    spatial = _canonical(dl)[2:]
+    ws = ctx.transpose(w[0], [kl.index(c) for c in "OI" + spatial])
+    kernel = _kernel_shape(ctx, kl)
+    geometry = dict(kernel_shape=kernel, strides=a["strides"], pads=a["padding"],
+                    dilations=a["dilation"], group=a["groups"])
+    x_zp = [x[1][0]] if x[1] else []
+    per_channel = w[1] is not None and w[1][1]
+    # onnxruntime's ConvInteger takes one weight zero point: with one per output channel,
+    # conv(x, w - z) is conv(x, w) - z * (the window sums of x), those a ConvInteger too
+    w_zp = [w[1][0]] if w[1] and not per_channel else []
+    y = ctx.emit("ConvInteger", [xs, ws, *(x_zp or ([""] if w_zp else [])), *w_zp], **geometry)
+    if per_channel:
+        inputs = ctx.type_of(1).shape[kl.index("I")]
+        ones = ctx.constant(np.ones((1, inputs, *kernel), w[2]), hint="ones")
+        sums = ctx.emit("ConvInteger", [xs, ones, *x_zp], **geometry)
+        zp = ctx.reshape(ctx.cast(w[1][0], "int32"), [-1] + [1] * len(spatial))
+        y = ctx.emit("Sub", [y, ctx.emit("Mul", [zp, sums])])
     if ctx.out_type.dtype != "int32":
         y = ctx.cast(y, ctx.out_type.dtype)
     return _from_nchw(ctx, y, a["out_layout"] or dl)
