@@ -5,8 +5,10 @@ elementwise math and comparisons (:mod:`.tensor`), shape changes
 (:mod:`.transform`), indexing (:mod:`.indexing`), ``matmul``, ``einsum`` and
 ``linalg.det`` (:mod:`.linalg`), reductions and ``argmax``/``argmin``
 (:mod:`.reduce`), ``cumsum``/``cumprod`` (:mod:`.cumulative`), tensor
-creation (:mod:`.create`), the ``nn.*`` ops (:mod:`.nn`) and
-``qnn.quantize``/``qnn.dequantize`` (:mod:`.qnn`). Each builder
+creation (:mod:`.create`), the ``nn.*`` ops (:mod:`.nn`), resizing and
+``grid_sample`` (``image.*``, :mod:`.image`), ``roi_align``/``roi_pool``
+(``vision.*``, :mod:`.vision`) and ``qnn.quantize``/``qnn.dequantize``
+(:mod:`.qnn`). Each builder
 has TVM Relay's signature and returns a :class:`~irpass.ir.Call`.
 
 As in Relay, ``sum``, ``max``, ``min``, ``abs`` and ``round`` here shadow the
