@@ -880,6 +880,8 @@ CASES = {
     "left_shift_signed": (_build_shift("left_shift", "int8"), (11, 17), _shift_inputs("int8")),
     "right_shift_signed": (_build_shift("right_shift", "int32"), (11, 17),
                            _shift_inputs("int32")),
+    "right_shift_int16": (_build_shift("right_shift", "int16"), (11, 17),
+                          _shift_inputs("int16")),
     "argmax": (_build_arg("argmax", axis=1, keepdims=True), OPSETS),
     "argmin": (_build_arg("argmin", axis=(1, 3), exclude=True), OPSETS),
     "argmax_all": (_build_arg("argmax"), OPSETS),

@@ -140,17 +140,24 @@ def _shift(ctx: EmitContext) -> str:
     # BitShift takes unsigned ints: shift the bits as the unsigned type of the same width,
     # after mapping a negative x to ~x = -1 - x for an arithmetic right shift
     # (x >> s == ~(~x >> s)); a negative shift count wraps to a huge one, which gives 0
-    unsigned = "u" + dtype
-    count = ctx.cast(b, unsigned)
     if direction == "LEFT":
-        return ctx.cast(ctx.emit("BitShift", [ctx.cast(a, unsigned), count],
+        unsigned = "u" + dtype
+        return ctx.cast(ctx.emit("BitShift", [ctx.cast(a, unsigned), ctx.cast(b, unsigned)],
                                  direction=direction), dtype)
-    minus_one = ctx.constant(np.array(-1, dtype))
-    negative = ctx.emit("Less", [a, ctx.constant(np.zeros((), dtype))])
+    # onnxruntime's Where has no int16 kernel: narrow ints shift as int32 (sign-extended, the
+    # same bits after the cast back)
+    work = "int32" if dtype in ("int8", "int16") else dtype
+    if work != dtype:
+        a = ctx.cast(a, work)
+    unsigned = "u" + work
+    count = ctx.cast(b, unsigned)
+    minus_one = ctx.constant(np.array(-1, work))
+    negative = ctx.emit("Less", [a, ctx.constant(np.zeros((), work))])
     flipped = ctx.emit("Where", [negative, ctx.emit("Sub", [minus_one, a]), a])
     shifted = ctx.cast(ctx.emit("BitShift", [ctx.cast(flipped, unsigned), count],
-                                direction=direction), dtype)
-    return ctx.emit("Where", [negative, ctx.emit("Sub", [minus_one, shifted]), shifted])
+                                direction=direction), work)
+    out = ctx.emit("Where", [negative, ctx.emit("Sub", [minus_one, shifted]), shifted])
+    return out if work == dtype else ctx.cast(out, dtype)
 
 
 @emitter(*_BINARY)
