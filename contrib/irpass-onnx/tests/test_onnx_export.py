@@ -712,6 +712,29 @@ def _build_depth_space(which, **kw):
     return build
 
 
+
+def _build_quantize(scale_shape=(), out="int8", x_dtype="float32"):
+    # scale () per tensor, (3,) per axis 1, X4 one per element (block quantization's form)
+    def build():
+        x = _x(dtype=x_dtype)
+        scale = irpass.const((rng.random(scale_shape) * 0.2 + 0.02).astype(x_dtype))
+        zero = irpass.const(rng.integers(0, 20, scale_shape).astype(out))
+        return fn([x], op.qnn.quantize(op.multiply(x, irpass.const(np.array(3, x_dtype))),
+                                       scale, zero, axis=1, out_dtype=out))
+    return build
+
+
+def _build_dequantize(scale_shape=(), dtype="int8", out="float32", scale_dtype="float32"):
+    def build():
+        x = _x(dtype=dtype)
+        scale = irpass.const((rng.random(scale_shape) * 0.2 + 0.02).astype(scale_dtype))
+        zero = irpass.const(rng.integers(0, 20, scale_shape).astype(dtype))
+        return fn([x], op.qnn.dequantize(x, scale, zero, axis=1, out_dtype=out))
+    return build
+
+
+_QUANT_INPUTS = _inputs(x=rng.integers(-128, 128, X4).astype("int8"))
+
 CASES = {
     **{n: (_unary(n), (17,)) for n in ("abs", "exp", "tanh", "sigmoid", "negative", "erf")},
     **{n: (_positive_unary(n), (17,)) for n in ("log", "sqrt")},
@@ -927,6 +950,19 @@ CASES = {
     "depth_to_space_nhwc": (_build_depth_space("depth_to_space", layout="NHWC"), (17,)),
     "nn.space_to_depth": (_build_depth_space("space_to_depth"), (9, 17)),
     "space_to_depth_crd": (_build_depth_space("space_to_depth", mode="CRD"), (9, 17)),
+    # between integers a Cast; else BitCast, opset 26: a clean error (test_onnx_dtypes.py)
+    "reinterpret": (lambda: fn([x := _x(dtype="int16")], op.reinterpret(x, "uint16")), (9, 17)),
+    "qnn.quantize": (_build_quantize(), (10, 13, 17, 21)),
+    "quantize_axis_uint8": (_build_quantize((3,), "uint8"), (13, 21)),
+    "quantize_per_element": (_build_quantize(X4), (10, 17)),
+    "quantize_int16": (_build_quantize((), "int16"), (17, 21)),
+    "quantize_float64": (_build_quantize((3,), x_dtype="float64"), (10, 21)),
+    "qnn.dequantize": (_build_dequantize(), (10, 13, 21), _QUANT_INPUTS),
+    "dequantize_axis": (_build_dequantize((3,)), (13, 17), _QUANT_INPUTS),
+    "dequantize_per_element_f16": (_build_dequantize(X4, out="float16"), (10, 17),
+                                   _QUANT_INPUTS),
+    "dequantize_int32_f64_scale": (_build_dequantize((), "int32", "float64", "float64"),
+                                   (10, 21)),
 }
 
 
