@@ -342,15 +342,19 @@ def _conv_integer(ctx: NodeContext) -> Expr:
 def _requantize(ctx: NodeContext, acc: Expr, acc_t: TensorType, scales: list[tuple[int, int]],
                 y_scale_i: int, y_zero_i: int, out: str) -> Expr:
     """The int32 ``acc`` times the product of the input scales over the output scale, plus
-    the output zero point, rounded (half to even) and clipped to ``out``: in float64, as
-    ONNX's reference computes it. ``scales`` pairs each scale input with the axis of ``acc``
-    a 1-D one runs along."""
-    d = _call("cast", acc, dtype="float64")
+    the output zero point, rounded (half to even) and clipped to ``out``, as ONNX's reference
+    computes it: the multiplier in the scales' dtype, the rest in float64. ``scales`` pairs
+    each scale input with the axis of ``acc`` a 1-D one runs along."""
+    dtypes = {ctx.type_of(i).dtype for i, _ in scales} | {ctx.type_of(y_scale_i).dtype}
+    if len(dtypes) != 1 or not dtypes <= _FLOATS:
+        ctx.fail(f"the scales must have one float dtype, got {sorted(dtypes)}")
+    m = None
     for i, axis in scales:
-        s = _call("cast", ctx.input(i), dtype="float64")
-        d = _call("multiply", d, _along(ctx, s, ctx.type_of(i), acc_t, axis, f"input {i}"))
-    ys = _call("cast", ctx.input(y_scale_i), dtype="float64")
-    d = _call("divide", d, _along(ctx, ys, ctx.type_of(y_scale_i), acc_t, 0, "y_scale"))
+        s = _along(ctx, ctx.input(i), ctx.type_of(i), acc_t, axis, f"input {i}")
+        m = s if m is None else _call("multiply", m, s)
+    ys = _along(ctx, ctx.input(y_scale_i), ctx.type_of(y_scale_i), acc_t, 0, "y_scale")
+    m = _call("cast", _call("divide", m, ys), dtype="float64")
+    d = _call("multiply", _call("cast", acc, dtype="float64"), m)
     if ctx.has_input(y_zero_i):
         yz = _call("cast", ctx.input(y_zero_i), dtype="float64")
         d = _call("add", d, _along(ctx, yz, ctx.type_of(y_zero_i), acc_t, 0, "y_zero_point"))
