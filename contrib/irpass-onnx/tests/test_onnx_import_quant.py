@@ -11,7 +11,7 @@ import irpass
 import ml_dtypes
 import numpy as np
 import pytest
-from irpass_onnx import OnnxImportError, from_onnx
+from irpass_onnx import OnnxImportError, from_onnx, to_onnx
 from onnx import TensorProto as TP
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
@@ -276,3 +276,18 @@ def test_qlinear_conv_matches_the_reference():
                        ins, {"y": TP.UINT8}, 10)
     check_ref(model, ins)
     check(model, ins)
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type, data", [("QuantizeLinear", X),
+                                           ("DequantizeLinear", X.astype(np.uint8))])
+def test_per_axis_without_zero_point_exports_as_one_node(op_type, data):
+    # the import fills in a scalar zero point; the export repeats it to the scale's shape
+    model = node_model(op_type, {"x": data}, TP.UINT8 if op_type[0] == "Q" else TP.FLOAT, 13,
+                       {"s": np.array([0.5, 0.1, 2.0], np.float32)}, axis=1)
+    mod = from_onnx(model)
+    back = to_onnx(mod, opset=13)
+    assert [n.op_type for n in back.graph.node] == [op_type]
+    check(back, {"x": data})

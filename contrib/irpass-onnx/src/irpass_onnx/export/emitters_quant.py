@@ -69,15 +69,22 @@ def _reinterpret(ctx: EmitContext) -> str:
     return ctx.emit("BitCast", [ctx.input(0)], to=ctx.onnx_type(dst))
 
 
-def _per_tensor_or_axis(ctx: EmitContext, data_ndim: int) -> bool:
-    """Whether the scale (input 1) and zero point (input 2) have the same shape, a scalar or
-    1-D one (what QuantizeLinear/DequantizeLinear take)."""
+def _linear_params(ctx: EmitContext, data_ndim: int) -> list[str] | None:
+    """The scale (input 1) and zero point (input 2) as QuantizeLinear/DequantizeLinear take
+    them -- both scalars, or both 1-D along the axis (from opset 13) -- or None. A constant
+    scalar zero point is repeated to a 1-D scale's shape."""
     s, z = ctx.type_of(1), ctx.type_of(2)
-    if s.shape != z.shape or s.ndim > 1:
-        return False
+    if s.ndim > 1:
+        return None
     if s.ndim == 1 and s.shape[0] != 1 and (ctx.opset < 13 or data_ndim == 0):
-        return False  # per-axis from opset 13
-    return True
+        return None  # per-axis from opset 13
+    if z.shape == s.shape:
+        return [ctx.input(1), ctx.input(2)]
+    data = ctx.const(2)
+    if data is None or data.size != 1:
+        return None
+    return [ctx.input(1), ctx.constant(np.broadcast_to(data.reshape(()), s.shape).copy(),
+                                       hint="zero_point")]
 
 
 def _axis_attr(ctx: EmitContext, ndim: int) -> int | None:
@@ -106,9 +113,10 @@ def _quantize(ctx: EmitContext) -> str:
     xt, st = ctx.type_of(0), ctx.type_of(1)
     out = ctx.attrs["out_dtype"]
     _check_dtypes(ctx, xt.dtype, st.dtype, out)
-    if (_onnx_scale_ok(ctx, xt.dtype, st.dtype) and ctx.opset >= _QUANT_MIN_OPSET.get(out, 10**9)
-            and _per_tensor_or_axis(ctx, xt.ndim)):
-        return ctx.emit("QuantizeLinear", [ctx.input(0), ctx.input(1), ctx.input(2)],
+    params = _linear_params(ctx, xt.ndim)
+    if (params is not None and _onnx_scale_ok(ctx, xt.dtype, st.dtype)
+            and ctx.opset >= _QUANT_MIN_OPSET.get(out, 10**9)):
+        return ctx.emit("QuantizeLinear", [ctx.input(0), *params],
                         axis=_axis_attr(ctx, xt.ndim))
     # the quotient in numpy's dtype for data and scale, as the core computes it
     wide = np.result_type(numpy_dtype(xt.dtype), numpy_dtype(st.dtype)).name
@@ -167,9 +175,9 @@ def _dequantize(ctx: EmitContext) -> str:
     min_opset = 10 if xt.dtype == "int32" else _QUANT_MIN_OPSET.get(xt.dtype, 10**9)
     # ONNX's result has the scale's dtype (before opset 23's output_dtype): the same value
     # as the core's when that is out_dtype
-    if (_onnx_scale_ok(ctx, out, st.dtype) and ctx.opset >= min_opset
-            and _per_tensor_or_axis(ctx, xt.ndim)):
-        return ctx.emit("DequantizeLinear", [ctx.input(0), ctx.input(1), ctx.input(2)],
+    params = _linear_params(ctx, xt.ndim)
+    if params is not None and _onnx_scale_ok(ctx, out, st.dtype) and ctx.opset >= min_opset:
+        return ctx.emit("DequantizeLinear", [ctx.input(0), *params],
                         axis=_axis_attr(ctx, xt.ndim))
     x = ctx.cast(ctx.input(0), "float32")
     if xt.dtype not in _SMALL_FLOATS:
