@@ -179,3 +179,18 @@ def test_cast_to_and_from_extension_dtypes(dst):
     np.testing.assert_array_equal(got.view(np.uint8), x.astype(t).view(np.uint8))
     back = run(lambda a: op.cast(a, "float32"), got)
     np.testing.assert_array_equal(back, x.astype(t).astype(np.float32))
+
+
+def test_qnn_ops_and_reinterpret_round_trip_through_the_text_format():
+    x = var("x", TensorType((2, 3), "float32"))
+    s = irpass.ir.const(np.array([0.5, 0.25, 1.0], np.float32))
+    z = irpass.ir.const(np.array([1, 2, 3], np.uint8))
+    q = op.qnn.quantize(x, s, z, axis=1, out_dtype="uint8")
+    body = op.reinterpret(op.qnn.dequantize(q, s, z, axis=-1, out_dtype="float16"), "int16")
+    mod = IRModule.from_expr(Function([x], body))
+    text = mod.astext()
+    assert 'out_dtype="uint8"' in text and "reinterpret(" in text
+    back = irpass.parse(text)
+    assert back.astext() == text
+    xv = RNG.standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(irpass.evaluate(back, xv), irpass.evaluate(mod, xv))
