@@ -3,7 +3,8 @@ DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul, MatMulInteg
 
 Cast is the core ``cast`` (numpy's and ml_dtypes' conversions, which do not saturate); ONNX's
 ``saturate=1`` (the default) for a float8 target clips to the format's largest finite value
-first. BitCast is ``reinterpret``. QuantizeLinear and DequantizeLinear are ``qnn.quantize`` and
+first; a FLOAT8E8M0 target (a bare exponent) is computed from the float32 bits with
+``round_mode``. BitCast is ``reinterpret``. QuantizeLinear and DequantizeLinear are ``qnn.quantize`` and
 ``qnn.dequantize``, a block-quantized scale repeated to one value per element. The integer ops
 are decomposed: operands widened to int32 less their zero points, ``matmul`` or ``nn.convNd``
 in int32, and for the QLinear ops the int32 result rescaled in float64 and quantized again.
@@ -49,18 +50,48 @@ def _const(value: Any, dtype: str) -> Constant:
 
 def cast_to(ctx: NodeContext, x: Expr, src: str, dst: str, saturate: bool = True) -> Expr:
     """``x`` (of dtype ``src``) cast to ``dst`` as ONNX's Cast does: a float8 target with
-    ``saturate`` clips out-of-range values (and infinities) to its largest finite value."""
+    ``saturate`` clips out-of-range values (and infinities) to its largest finite value; a
+    FLOAT8E8M0 target takes the exponent rounded as the node's ``round_mode`` says."""
     if src == dst:
         return x
-    if dst == "float8_e8m0fnu" and src != dst:
-        ctx.fail("casting to FLOAT8E8M0 is not supported (ONNX rounds its exponent up; "
-                 "irpass's conversion rounds to nearest)")
+    if dst == "float8_e8m0fnu":
+        return _to_e8m0(ctx, x, src, saturate, ctx.attr("round_mode", "up"))
     if saturate and dst in _FLOAT8 and src != "bool":
         if src not in _ARITH:  # another small format: every value is exact in float32
             x, src = _call("cast", x, dtype="float32"), "float32"
         big = _FLOAT8_MAX[dst]
         x = _call("clip", x, a_min=-big, a_max=big)
     return _call("cast", x, dtype=dst)
+
+
+def _to_e8m0(ctx: NodeContext, x: Expr, src: str, saturate: bool, mode: str) -> Expr:
+    """``x`` as FLOAT8E8M0, a bare power-of-two exponent, as ONNX computes it: the float32
+    exponent field (sign ignored), rounded up (``up``: any mantissa bit), to nearest even
+    (``nearest``) or down; the largest exponent stays when ``saturate``, NaN and infinity
+    become NaN."""
+    def u32(v: int) -> Constant:
+        return _const(v, "uint32")
+
+    def bit_set(bits: Expr, mask: int) -> Expr:
+        return _call("not_equal", _call("bitwise_and", bits, u32(mask)), u32(0))
+
+    f = x if src == "float32" else _call("cast", x, dtype="float32")
+    bits = _call("reinterpret", f, dtype="uint32")
+    e = _call("bitwise_and", _call("right_shift", bits, u32(23)), u32(0xFF))
+    if mode == "up":
+        inc = bit_set(bits, 0x7FFFFF)
+    elif mode == "nearest":
+        rest = _call("logical_or", bit_set(bits, 0x200000), bit_set(bits, 0x1FFFFF))
+        odd = _call("greater", e, u32(0))  # ONNX's "lsb"
+        inc = _call("logical_and", bit_set(bits, 0x400000), _call("logical_or", rest, odd))
+    else:
+        inc = None
+    if inc is not None:
+        if saturate:
+            inc = _call("logical_and", inc, _call("not_equal", e, u32(0xFE)))
+        bumped = _call("add", e, _call("cast", inc, dtype="uint32"))
+        e = _call("where", _call("equal", e, u32(0xFF)), e, bumped)
+    return _call("reinterpret", _call("cast", e, dtype="uint8"), dtype="float8_e8m0fnu")
 
 
 def _to_attr(ctx: NodeContext, name: str = "to") -> str:
@@ -95,7 +126,7 @@ def _check_round_mode(ctx: NodeContext) -> None:
 
 @converter("Cast", since=1)
 def _cast(ctx: NodeContext) -> Expr:
-    _check_round_mode(ctx)  # only FLOAT8E8M0 targets round, and those are refused
+    _check_round_mode(ctx)  # it matters for FLOAT8E8M0 targets only
     return cast_to(ctx, ctx.input(0), ctx.type_of(0).dtype, _to_attr(ctx), _saturate(ctx))
 
 
