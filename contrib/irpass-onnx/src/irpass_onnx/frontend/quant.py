@@ -4,8 +4,9 @@ DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul, MatMulInteg
 Cast is the core ``cast`` (numpy's and ml_dtypes' conversions, which do not saturate); ONNX's
 ``saturate=1`` (the default) for a float8 target clips to the format's largest finite value
 first; a FLOAT8E8M0 target (a bare exponent) is computed from the float32 bits with
-``round_mode``. BitCast is ``reinterpret``. QuantizeLinear and DequantizeLinear are ``qnn.quantize`` and
-``qnn.dequantize``, a block-quantized scale repeated to one value per element. The integer ops
+``round_mode``. BitCast is ``reinterpret``. QuantizeLinear and DequantizeLinear are
+``qnn.quantize`` and ``qnn.dequantize``, a block-quantized scale repeated to one value per
+element. The integer ops
 are decomposed: operands widened to int32 less their zero points, ``matmul`` or ``nn.convNd``
 in int32, and for the QLinear ops the int32 result rescaled in float64 and quantized again.
 """
