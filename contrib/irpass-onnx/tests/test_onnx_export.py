@@ -1080,16 +1080,39 @@ def test_a_dynamic_bfloat16_compress_runs_in_float32_with_declared_types():
 
 
 def test_a_node_of_a_type_onnx_lacks_at_the_export_opset_is_a_clean_error():
-    # a float16 Range with run-time bounds stays a Range node (a dynamic one); Range takes no
-    # float16 before opset 22 and computes, so it cannot run in float32 unchanged: the
-    # export's final type check names the node instead of writing an invalid model
+    # a bfloat16 MaxUnpool with a run-time output_shape stays a MaxUnpool node (a dynamic
+    # one); MaxUnpool takes no bfloat16 before opset 22: the export's final type check names
+    # the node instead of writing an invalid model
+    graph = helper.make_graph(
+        [helper.make_node("MaxUnpool", ["x", "i", "s"], ["y"], kernel_shape=[2, 2],
+                          strides=[2, 2])], "unpool",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [1, 1, 2, 2]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2, 2]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [1, 1, 4, 4])])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+    with pytest.raises(OnnxExportError, match=r"not valid at opset 21: .*MaxUnpool.*bfloat16"):
+        to_onnx(mod, opset=21)
+
+
+def test_a_dynamic_float16_range_runs_in_float32():
+    # Range with run-time bounds is a dynamic node; it takes no float16 before opset 22, and
+    # the core computes float16 math in float32 rounded once anyway: so does the export
     graph = helper.make_graph(
         [helper.make_node("Range", ["a", "b", "d"], ["y"])], "range",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT16, []) for n in "abd"],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [4])])
     mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
-    with pytest.raises(OnnxExportError, match=r"not valid at opset 21: .*Range.*float16"):
-        to_onnx(mod, opset=21)
+    model = to_onnx(mod, opset=21)
+    onnx.checker.check_model(model, full_check=True)
+    assert [n.op_type for n in model.graph.node] == ["Cast"] * 3 + ["Range", "Cast"]
+    inputs = {"a": np.float16(0.1), "b": np.float16(1.3), "d": np.float16(0.3)}
+    inputs = {k: np.asarray(v) for k, v in inputs.items()}
+    expected = np.asarray(irpass.evaluate(mod, **inputs))
+    for got in (run_ort(model, inputs)[0], np.asarray(irpass.evaluate(from_onnx(model),
+                                                                      **inputs))):
+        assert got.dtype == np.float16
+        np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("op_type, shape, identity", [

@@ -25,12 +25,13 @@ from .builder import EmitContext, emitter, type_constraints
 __all__: list[str] = []
 
 # ops whose result is made of their input elements (moved, selected or compared), so running
-# them on float32 copies of float16/bfloat16 data changes nothing
-_MOVES_ELEMENTS = frozenset({
+# them on float32 copies of float16/bfloat16 data changes nothing; and Range, whose
+# start + i * delta the core computes as its float16 math always is, in float32 rounded once
+_RUN_IN_FLOAT32 = frozenset({
     "Compress", "Unique", "OneHot", "ReverseSequence", "GatherND", "GatherElements", "Gather",
     "ScatterND", "ScatterElements", "Tile", "Expand", "Slice", "Pad", "TopK", "Reshape",
     "Transpose", "Squeeze", "Unsqueeze", "Split", "Concat", "Flatten", "CenterCropPad",
-    "NonZero", "Where",
+    "NonZero", "Where", "Range",
 })
 _WIDENED = ("float16", "bfloat16")
 _BOOL_AS_UINT8 = frozenset({"ReduceMax", "ReduceMin"})
@@ -103,7 +104,7 @@ def _widened_params(node: NodeProto, opset: int,
     formal_in, _ = _formal_params(node.op_type, opset)
     if node.op_type in _BOOL_AS_UINT8 and dtypes and dtypes[0] == "bool":
         return {_param(formal_in, 0)}, "uint8"
-    if node.op_type not in _MOVES_ELEMENTS:
+    if node.op_type not in _RUN_IN_FLOAT32:
         return set(), ""
     allowed = type_constraints(node.op_type, opset)
     out: set[str] = set()
