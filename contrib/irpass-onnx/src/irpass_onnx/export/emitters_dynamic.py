@@ -6,8 +6,9 @@ the nodes of its body, their inner values under fresh names.
 When the export opset's schema of the op lacks a 16-bit float type the node has (bfloat16
 came to many ops only in opset 22+), an op that only moves or selects elements runs in
 float32 between two casts: float16 and bfloat16 values are all exact float32 values, so the
-result is the same. Ops that compute (Range, ...) are left as they are: the final type check
-of the export then names what is missing. A bool ReduceMax/ReduceMin runs on uint8 (0 and
+result is the same; so does Range, whose float16 arithmetic the core does in float32 rounded
+once. Other ops are left as they are: the final type check of the export then names what is
+missing. A bool ReduceMax/ReduceMin runs on uint8 (0 and
 1): onnxruntime has no bool kernel for an empty reduction, and uint8's identities 0 and 255
 read back as False and True, the bool identities."""
 
