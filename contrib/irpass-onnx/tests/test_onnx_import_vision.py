@@ -268,3 +268,20 @@ def test_max_roi_pool_matches_onnxruntime_and_exports(scale):
     feeds = {"x": x, "r": rois}
     assert ops_in(check(model, feeds)) == ["vision.roi_pool"]
     roundtrip(model, feeds, opsets=(11, 13))
+
+
+@pytest.mark.parametrize("op_type, opset, scales", [
+    ("Resize", 10, (1, 1, 2, 3)), ("Resize", 10, (1, 1, 0.5, 0.4)),
+    ("Resize", 10, (1, 1, 1.5, 2.5)), ("Upsample", 9, (1, 1, 2, 3)),
+    ("Upsample", 9, (1, 1, 1.5, 2.5)),
+])
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_10_and_upsample_match_onnxruntime(op_type, opset, scales, mode):
+    # asymmetric coordinates; nearest rounds down when upsampling, up when downsampling;
+    # the export shrinks with Resize from opset 10, before that element by element
+    x = rand(1, 2, 7, 9)
+    node = helper.make_node(op_type, ["x", "s"], ["y"], mode=mode)
+    model = make_model([node], {"x": x}, {"y": TensorProto.FLOAT}, opset=opset,
+                       inits={"s": np.array(scales, np.float32)})
+    check(model, {"x": x})
+    roundtrip(model, {"x": x}, opsets=(9, 10, 13))

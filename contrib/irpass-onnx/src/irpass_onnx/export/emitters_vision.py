@@ -133,6 +133,8 @@ def _resize_legacy(ctx: EmitContext, x: str, sizes_in: list[int], out: list[int]
         raise ctx.fail(f"{ctx.node.op} with method {method}, coordinate_transformation_mode "
                        f"{mode} needs opset >= 11")
     op_type = "Upsample" if ctx.opset < 10 else "Resize"
+    if op_type == "Upsample" and any(s < 1 for s in scales):
+        raise ctx.fail("Upsample (opset 9) cannot shrink an axis")
     if method == "linear" and len(sizes_in) > 2 and ctx.opset < 10:
         raise ctx.fail("linear upsampling of 3 spatial axes needs opset >= 10")
     name = ctx.constant(np.array([1, 1, *scales], np.float32), hint="scales")
