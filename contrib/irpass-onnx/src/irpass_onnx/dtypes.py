@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-__all__ = ["ONNX_TO_DTYPE", "DTYPE_TO_ONNX", "DTYPE_MIN_OPSET", "dtype_of", "onnx_type_of",
-           "onnx_type_name"]
+__all__ = ["ONNX_TO_DTYPE", "DTYPE_TO_ONNX", "DTYPE_MIN_OPSET", "FLOAT_DTYPES", "dtype_of",
+           "onnx_type_of", "onnx_type_name"]
+
+#: The floating-point dtypes irpass's ops compute with: float computations on them stay in the
+#: IR for the passes (and such initializers may become parameters), while integer, bool and
+#: the 8-bit-and-narrower storage formats are folded at import.
+FLOAT_DTYPES: frozenset[str] = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 #: ONNX ``TensorProto.DataType`` -> irpass dtype name, for the types irpass has.
 ONNX_TO_DTYPE: dict[int, str] = {

@@ -42,7 +42,7 @@ from irpass.ir import (
 )
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto, numpy_helper
 
-from ..dtypes import dtype_of
+from ..dtypes import FLOAT_DTYPES, dtype_of
 from ..errors import OnnxImportError
 from ..options import DIM_VALUES, ImportOptions
 from . import registry
@@ -54,7 +54,6 @@ __all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset", "inline_functions"
 
 #: The domains of the standard ONNX operators.
 DEFAULT_DOMAINS = ("", "ai.onnx")
-_FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 
 
 def model_opset(model: ModelProto, source: str) -> int:
@@ -247,7 +246,7 @@ class GraphImporter:
         for t in self.graph.initializer:
             where = f"initializer {t.name!r}"
             dtype = self._dtype(t.data_type, where)
-            if as_params and dtype in _FLOAT_DTYPES:
+            if as_params and dtype in FLOAT_DTYPES:
                 v = Var(t.name, TensorType(tuple(t.dims), dtype))
                 params.append(v)
                 self._bind(t.name, v)
@@ -378,7 +377,7 @@ class GraphImporter:
             if not isinstance(ty, (TensorType, TupleType)):  # a tuple is a sequence
                 ctx.fail(f"output {j} {names[j]!r} has type {ty}, not a tensor type")
             if (foldable and isinstance(ty, TensorType) and not isinstance(expr, Constant)
-                    and ty.dtype not in _FLOAT_DTYPES):
+                    and ty.dtype not in FLOAT_DTYPES):
                 expr = self._fold(expr, ty, ctx)
             want = declared.get(names[j])
             if want is not None and want != ty:

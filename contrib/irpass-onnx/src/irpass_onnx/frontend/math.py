@@ -23,13 +23,13 @@ import numpy as np
 from irpass.evaluator import evaluate
 from irpass.ir import Expr, Tuple, const
 
+from ..dtypes import FLOAT_DTYPES
 from .context import NodeContext
 from .registry import converter
 from .tensor import call, ints_of, norm_axes, norm_axis
 
 __all__: list[str] = []
 
-_FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 
 
 def _legacy_rhs(ctx: NodeContext, rhs: Expr) -> Expr:
@@ -92,7 +92,7 @@ def _pow(ctx: NodeContext) -> Expr:
     if bt == et:
         return call("power", [base, exponent])
     # opset 12+: the exponent may have another type; the result has the base's.
-    if et in _FLOAT_DTYPES:
+    if et in FLOAT_DTYPES:
         # computed in the exponent's float type, then converted back (onnxruntime does
         # std::pow on the promoted values)
         out = call("power", [call("cast", [base], dtype=et), exponent])
@@ -295,7 +295,7 @@ def _as_float64(ctx: NodeContext, build: Callable[[Expr], Expr], x: Expr) -> Exp
     """``build(x)`` for a float ``x``; an integer one goes through float64 and back (the
     result truncated, as ONNX's reference casts it)."""
     dtype = ctx.type_of(0).dtype
-    if dtype in _FLOAT_DTYPES:
+    if dtype in FLOAT_DTYPES:
         return build(x)
     return call("cast", [build(call("cast", [x], dtype="float64"))], dtype=dtype)
 
@@ -423,7 +423,7 @@ converter("CumProd", since=26)(_scan("cumprod"))
 @converter("LpNormalization", since=1)
 def _lp_normalization(ctx: NodeContext) -> Expr:
     ty = ctx.type_of(0)
-    if ty.dtype not in _FLOAT_DTYPES:
+    if ty.dtype not in FLOAT_DTYPES:
         ctx.fail(f"input must be a float tensor, got {ty.dtype}")
     axis = norm_axis(ctx, int(ctx.attr("axis", -1)), len(ty.shape))
     p = ctx.attr("p", 2)
@@ -444,7 +444,7 @@ def _lp_normalization(ctx: NodeContext) -> Expr:
 @converter("MeanVarianceNormalization", since=9)
 def _mvn(ctx: NodeContext) -> Expr:
     ty = ctx.type_of(0)
-    if ty.dtype not in _FLOAT_DTYPES:
+    if ty.dtype not in FLOAT_DTYPES:
         ctx.fail(f"input must be a float tensor, got {ty.dtype}")
     axes = sorted(norm_axes(ctx, ctx.attr("axes", [0, 2, 3]), len(ty.shape)))
     x = ctx.input(0)

@@ -15,6 +15,7 @@ import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, TensorType, Tuple, TupleGetItem
 from irpass.op.nn._window import out_sizes
 
+from ..dtypes import FLOAT_DTYPES
 from .context import NodeContext
 from .registry import converter
 
@@ -36,7 +37,7 @@ def scalar(value: float, dtype: str) -> Constant:
 
 def _float_type(ctx: NodeContext, i: int = 0) -> TensorType:
     ty = ctx.type_of(i)
-    if ty.dtype not in ("float16", "float32", "float64"):
+    if ty.dtype not in FLOAT_DTYPES:
         ctx.fail(f"input {i} has dtype {ty.dtype}; irpass imports {ctx.node.op_type} for float "
                  "tensors only")
     return ty
