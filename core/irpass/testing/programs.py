@@ -1249,8 +1249,6 @@ class _Generator:
             ("softmax", 1.5), ("log_softmax", 0.7), ("conv1d", 0.5), ("conv3d", 0.5),
             ("conv1d_transpose", 0.3), ("conv3d_transpose", 0.3), ("max_pool1d", 0.4),
             ("max_pool3d", 0.4), ("avg_pool1d", 0.4), ("avg_pool3d", 0.4),
-            ("depth_to_space", 0.5), ("space_to_depth", 0.5), ("group_norm", 0.7),
-            ("instance_norm", 0.6), ("einsum", 0.8), ("det", 0.4),
         ])
         if name in ("batch_norm",) and not self.on("tuples"):
             return None
