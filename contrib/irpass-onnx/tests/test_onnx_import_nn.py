@@ -249,6 +249,23 @@ def test_batch_norm_training_mode_normalizes_by_the_batch_and_updates_the_statis
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
 
 
+def test_batch_norm_training_mode_with_only_the_output_y():
+    # the running statistics are optional outputs; a node naming Y alone has one output
+    x = rand(4, 3, 5, 2)
+    inits = {"s": rand(3, seed=1), "b": rand(3, seed=2), "m": rand(3, seed=3),
+             "v": np.abs(rand(3, seed=4)) + 0.5}
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                            training_mode=1, epsilon=1e-3)
+    model = make_model([node], {"x": x}, ["y"], inits, 15, TensorProto.FLOAT)
+    got = irpass.evaluate(from_onnx(model), x=x)
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=(0, 2, 3)), x64.var(axis=(0, 2, 3))
+    along = (slice(None), None, None)
+    want = (x64 - mean[along]) / np.sqrt(var[along] + 1e-3) * inits["s"][along] + \
+        inits["b"][along]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_instance_norm():
     x = rand(2, 3, 4, 5)
     model, feeds = single("InstanceNormalization", x, inits={"s": rand(3, seed=1),

@@ -285,7 +285,8 @@ def _batch_norm(ctx: NodeContext) -> Expr | list[Expr]:
         out = call("add", call("multiply", old, keep), call("multiply", new, take))
         return _cast_to(out, xt.dtype, ctx.type_of(i).dtype)
 
-    return [y, running(mean, batch_mean, 3), running(var, batch_var, 4)]
+    # the running statistics are optional outputs: only those the node names
+    return [y, running(mean, batch_mean, 3), running(var, batch_var, 4)][:ctx.num_outputs]
 
 
 @converter("InstanceNormalization", since=1)
