@@ -41,7 +41,7 @@ def test_readme_onnx_example_writes_the_model_it_describes(tmp_path, monkeypatch
     assert main(argv) == 0, capsys.readouterr().err
     written = onnx.load(str(tmp_path / "resnet50.opt.onnx"))
     onnx.checker.check_model(written, full_check=True)
-    claimed = int(re.search(r"(\d+) nodes, each\s+batch\s+norm", section).group(1))
+    claimed = int(re.search(r"(\d+) computing nodes,\s+each\s+batch\s+norm", section).group(1))
     # the claim counts the nodes that compute: the export also writes one ConstantOfShape per
     # constant-filled weight, which keeps the file small (onnxsim expands them to 102 MB)
     inits = {t.name for t in written.graph.initializer}
