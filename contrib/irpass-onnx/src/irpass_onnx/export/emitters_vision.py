@@ -20,6 +20,13 @@ def _canonical(layout: str) -> str:
 _MODES = {"nearest_neighbor": "nearest", "linear": "linear", "cubic": "cubic"}
 
 
+def _rounds_to(scale: float, size: int, out: int) -> bool:
+    """Whether a float32 ``scale`` gives ``out`` from ``size`` however it is multiplied
+    (float32 as onnxruntime, float64 as ONNX's shape inference)."""
+    f = np.float32(scale)
+    return math.floor(f * np.float32(size)) == out == math.floor(float(f) * size)
+
+
 @emitter("image.resize1d", "image.resize2d", "image.resize3d")
 def _resize(ctx: EmitContext) -> str:
     a = ctx.attrs
@@ -47,13 +54,21 @@ def _resize(ctx: EmitContext) -> str:
             roi = [0.0] * n + [(o - 1) / (s * i - 1) if o > 1 and i > 1 else 0.0
                                for o, s, i in zip(out, scales, sizes_in, strict=True)]
             scales = None
-        if scales is not None and any(math.floor(np.float32(s) * i) != o
-                                      for s, i, o in zip(scales, sizes_in, out, strict=True)):
+        if scales is not None and not all(_rounds_to(s, i, o)
+                                          for s, i, o in zip(scales, sizes_in, out, strict=True)):
             raise ctx.fail(f"scale factors {scales} do not give the output size {out} as "
                            "ONNX's Resize rounds")
         if method == "cubic" and n != 2:
             # onnxruntime interpolates cubically over exactly two axes
             raise ctx.fail("cubic resizing of 1 or 3 axes")
+        # onnxruntime departs from the spec (ONNX's reference) for a length-1 output (source
+        # 0 for pytorch_half_pixel, ...), for tf_crop_and_resize and for nearest
+        # half_pixel_symmetric: those go element by element, as the kernel computes them
+        if any(o == 1 and i != 1 for o, i in zip(out, sizes_in, strict=True)):
+            raise ctx.fail("resizing an axis to length 1")
+        if mode == "tf_crop_and_resize" or (method == "nearest_neighbor"
+                                             and mode == "half_pixel_symmetric"):
+            raise ctx.fail(f"{mode} coordinates")
         x2, sizes2, out2 = x, sizes_in, out
         if n == 1:
             # onnxruntime resizes (N, C, H, W) tensors: width only with a height of 1, which
@@ -123,8 +138,7 @@ def _resize_legacy(ctx: EmitContext, x: str, sizes_in: list[int], out: list[int]
     a = ctx.attrs
     if scales is None:
         scales = tuple(float(np.float32(o / i)) for o, i in zip(out, sizes_in, strict=True))
-        if any(math.floor(np.float32(s) * i) != o
-               for s, i, o in zip(scales, sizes_in, out, strict=True)):
+        if not all(_rounds_to(s, i, o) for s, i, o in zip(scales, sizes_in, out, strict=True)):
             raise ctx.fail(f"resizing to {out} needs opset >= 11 (Resize with sizes)")
     simple = mode == "asymmetric" and not a["antialias"] and not a["cubic_exclude"] and (
         method == "linear" or (method == "nearest_neighbor" and rounding == "floor"
