@@ -285,3 +285,30 @@ def test_resize_10_and_upsample_match_onnxruntime(op_type, opset, scales, mode):
                        inits={"s": np.array(scales, np.float32)})
     check(model, {"x": x})
     roundtrip(model, {"x": x}, opsets=(9, 10, 13))
+
+
+@pytest.mark.parametrize("size, kw", [
+    ((1, 3), dict(method="cubic", coordinate_transformation_mode="pytorch_half_pixel")),
+    ((2, 1), dict(method="linear", coordinate_transformation_mode="tf_crop_and_resize",
+                  roi=(0.1, 0.1, 0.9, 0.9), antialias=True)),
+    ((3, 4), dict(method="linear", coordinate_transformation_mode="tf_crop_and_resize",
+                  roi=(0.1, 0.1, 0.9, 0.9))),
+    ((4, 5), dict(method="nearest_neighbor", coordinate_transformation_mode="half_pixel_symmetric",
+                  rounding_method="round_prefer_floor")),
+    ((5, 20), dict(method="nearest_neighbor", coordinate_transformation_mode="asymmetric")),
+])
+def test_resize_export_matches_the_kernel_where_onnxruntime_departs_from_the_spec(size, kw):
+    # onnxruntime's Resize maps these coordinates (or rounds these sizes) its own way: the
+    # export keeps irpass's result, which is the spec's
+    from irpass import op
+    from irpass.ir import Function, IRModule, var
+
+    x = rand(1, 2, 7, 6)
+    p = var("x", shape=x.shape)
+    mod = IRModule.from_expr(Function([p], op.image.resize2d(p, size, **kw)))
+    want = irpass.evaluate(mod, x=x)
+    for opset in (9, 11, 19):
+        exported = to_onnx(mod, opset=opset)
+        onnx.checker.check_model(exported, full_check=True)
+        assert_outputs_close(run_onnxruntime(exported, {"x": x}), [want], rtol=1e-5, atol=1e-6,
+                             scaled_atol=1e-6)
