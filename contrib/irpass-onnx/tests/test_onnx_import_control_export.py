@@ -1,7 +1,7 @@
 """Writing control flow back to ONNX: unrolled loops and scans are plain dataflow and export;
 a Loop converted at run time exports as a Loop node (the enclosing values its body reads passed
-in as loop-carried values); an IR ``If`` and a loop in the recursive form are a clean
-:class:`OnnxExportError` naming the construct."""
+in as loop-carried values); an IR ``If`` exports as an If node and a loop in the recursive form
+as a Loop node (more in ``test_onnx_export_control.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from irpass.transform import PassContext, default_pipeline
-from irpass_onnx import OnnxExportError, from_onnx, to_onnx
+from irpass_onnx import from_onnx, to_onnx
 from irpass_onnx.testing import run_onnxruntime
 from onnx import TensorProto
 from onnx_cases import rand
@@ -67,18 +67,22 @@ def test_a_loop_converted_at_run_time_exports_as_a_loop_node():
     same_in_onnxruntime(m, out, feeds)
 
 
-def test_an_if_is_an_export_error_naming_it():
+def test_an_if_exports_as_an_if_node():
     then = graph([node("Neg", ["x"], ["t"])], [], [vi("t", F, [3])], name="then")
     other = graph([node("Abs", ["x"], ["e"])], [], [vi("e", F, [3])], name="else")
     m = model([node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
               [vi("c", B, []), vi("x", F, [3])], [vi("y")])
-    with pytest.raises(OnnxExportError, match=r"control flow \(If\) is not exported"):
-        to_onnx(from_onnx(m))
+    out = exported(m, optimize=True)
+    assert [n.op_type for n in out.graph.node] == ["If"]
+    for c in (True, False):
+        same_in_onnxruntime(m, out, {"c": np.array(c), "x": rand(3, seed=5)})
 
 
-def test_a_loop_in_the_recursive_form_is_an_export_error_naming_it():
+def test_a_loop_in_the_recursive_form_exports_as_a_loop_node():
     m = model([node("Loop", ["M", "", "v0"], ["v"], body=loop_body(scan=False))],
               [vi("M", I64, []), vi("x", F, [3]), vi("v0", F, [3])], [vi("v")])
-    with pytest.raises(OnnxExportError, match=r"%loop_0\(.*control flow \(If\) is not "
-                                              r"exported"):
-        to_onnx(from_onnx(m))
+    out = exported(m, optimize=True)
+    assert [n.op_type for n in out.graph.node].count("Loop") == 1
+    for trip in (0, 1, 300):
+        same_in_onnxruntime(m, out, {"M": np.array(trip, np.int64), "x": rand(3, seed=6),
+                                     "v0": rand(3, seed=7)})

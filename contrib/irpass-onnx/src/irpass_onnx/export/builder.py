@@ -35,8 +35,9 @@ from ..dtypes import onnx_type_of
 from ..errors import OnnxExportError
 from .graph import Const, Node
 
-__all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter", "SPLAT_MIN_BYTES",
-           "splat_value", "elem_type", "type_constraints"]
+__all__ = ["GraphBuilder", "EmitContext", "Emitter", "EMITTERS", "emitter", "CONTROL_EMITTERS",
+           "control_emitter", "SPLAT_MIN_BYTES", "splat_value", "elem_type", "type_constraints",
+           "reads"]
 
 #: An emitter writes the ONNX nodes for one lowered node; it returns the name of the result,
 #: or one name per field for a tuple-typed op.
@@ -44,6 +45,10 @@ Emitter = Callable[["EmitContext"], "str | list[str]"]
 
 #: irpass op name -> emitter. Filled by :mod:`.emitters` and :mod:`.emitters_nn`.
 EMITTERS: dict[str, Emitter] = {}
+
+#: Emitters of the control nodes the lowering makes (``"if"``, ``"loop"``; not irpass ops, so
+#: apart from :data:`EMITTERS`): they write subgraphs with :meth:`EmitContext.subgraph`.
+CONTROL_EMITTERS: dict[str, Emitter] = {}
 
 # Generated constants up to this many elements (shapes, axes, scalars) are shared by value.
 _SHARE_BY_VALUE = 64
@@ -67,6 +72,16 @@ def emitter(*names: str) -> Callable[[Emitter], Emitter]:
     def deco(fn: Emitter) -> Emitter:
         for n in names:
             EMITTERS[n] = fn
+        return fn
+
+    return deco
+
+
+def control_emitter(name: str) -> Callable[[Emitter], Emitter]:
+    """Register the decorated function as the emitter of the control node ``name``."""
+
+    def deco(fn: Emitter) -> Emitter:
+        CONTROL_EMITTERS[name] = fn
         return fn
 
     return deco
@@ -133,6 +148,9 @@ class GraphBuilder:
         self.opset = opset
         self.used: set[str] = set(reserved)
         self.nodes: list[list[Any]] = []  # [op_type, inputs, outputs, attrs]
+        #: nodes of the main graph made for constants (``ConstantOfShape``), before all others:
+        #: a constant is shared by every graph, a subgraph reading it too
+        self.hoisted: list[list[Any]] = []
         #: ``(name, data)`` of every initializer, in order.
         self.initializers: list[tuple[str, np.ndarray]] = []
         self._by_key: dict[Any, str] = {}
@@ -193,19 +211,25 @@ class GraphBuilder:
             return None
         shape = self.constant(np.asarray(data.shape, dtype=np.int64), "shape")
         fill = numpy_helper.from_array(value.reshape(1), "value")
-        return self.node("ConstantOfShape", [shape], hint=hint, value=fill)[0]
+        out = self.fresh(hint)
+        record = ["ConstantOfShape", [shape], [out], {"value": fill}]
+        self.hoisted.append(record)
+        self.producer[out] = record
+        return out
 
 
 class EmitContext:
     """What an emitter sees: its node's inputs (as ONNX names or constant data), types,
     attributes, the opset, and ways to add nodes and constants."""
 
-    def __init__(self, builder: GraphBuilder, node: Node, names: Callable[[Any], str]) -> None:
+    def __init__(self, builder: GraphBuilder, node: Node, names: Callable[[Any], str],
+                 subgraph: Callable[..., onnx.GraphProto] | None = None) -> None:
         self.builder = builder
         self.node = node
         self.attrs = node.attrs
         self.opset = builder.opset
         self._names = names
+        self._subgraph = subgraph
 
     # -- inputs ---------------------------------------------------------------------------
 
@@ -240,6 +264,14 @@ class EmitContext:
     def where(self) -> str:
         """The node, for messages."""
         return describe(self.node.expr)
+
+    def subgraph(self, sub: Any, hint: str,
+                 leading: Sequence[tuple[str, TensorType]] = ()) -> onnx.GraphProto:
+        """The lowered subgraph ``sub`` (a branch, a loop body) as a ``GraphProto`` whose
+        inputs are ``leading`` (name hints and types) then ``sub``'s params."""
+        if self._subgraph is None:  # pragma: no cover - the writer always passes it
+            raise self.fail("subgraphs cannot be written here")
+        return self._subgraph(sub, hint, leading)
 
     # -- output -----------------------------------------------------------------------------
 
@@ -345,6 +377,20 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def reads(rec: list[Any]) -> list[str]:
+    """The names a node record reads: its inputs and, for a control node, every name its
+    subgraphs read (values of the enclosing graphs among them)."""
+    names = list(rec[1])
+    graphs = [v for v in rec[3].values() if isinstance(v, onnx.GraphProto)]
+    while graphs:
+        g = graphs.pop()
+        names.extend(o.name for o in g.output)
+        for n in g.node:
+            names.extend(n.input)
+            graphs.extend(a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+    return names
+
+
 def live_nodes(nodes: list[list[Any]], outputs: Sequence[str]) -> list[list[Any]]:
     """The node records something the graph outputs need reads (in order); the others were
     bypassed by a peephole after they were emitted."""
@@ -353,7 +399,7 @@ def live_nodes(nodes: list[list[Any]], outputs: Sequence[str]) -> list[list[Any]
     for rec in reversed(nodes):
         if any(o in live for o in rec[2]):
             keep.append(rec)
-            live.update(rec[1])
+            live.update(reads(rec))
     keep.reverse()
     return keep
 

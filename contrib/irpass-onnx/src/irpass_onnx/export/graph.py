@@ -6,8 +6,26 @@ module, function literals and let-bound functions -- are inlined: their params a
 argument values in a fresh scope and the body is lowered there, so the ONNX graph is flat
 (ONNX functions would need a domain and a version per fused group, and no runtime would run
 them faster). ``Let`` binds, ``Tuple``/``TupleGetItem`` become Python tuples and
-:class:`Item` values. What ONNX has no dataflow form for (``If``, recursion, a function used as
-a value) is an :class:`~irpass_onnx.errors.OnnxExportError` naming the expression.
+:class:`Item` values.
+
+Control flow lowers to nodes holding subgraphs (each a :class:`Lowered` of its own, whose
+nodes read values of the enclosing graphs directly, as ONNX subgraphs read outer names):
+
+- an ``If`` is a node of op ``"if"`` with the two branches in ``extra["branches"]``;
+- a call of a function in the *loop form* -- its body (under any ``let`` bindings) is
+  ``if (go) { f(next...) } else { result }`` with ``f`` the function itself, which is what
+  the importer makes of an ONNX Loop or Scan it does not unroll -- is a node of op ``"loop"``,
+  a while loop over the params: ``go`` of the arguments is its first input, the body
+  (``extra["body"]``) maps the params to ``go`` and ``next`` of them, and ``result`` is
+  lowered after it, of the loop's final values.
+
+A control node's inputs are its condition (and the loop's initial values) followed by the
+values of the enclosing graph its subgraphs read (``extra["captured"]`` of them), so that
+whatever walks inputs (the writer, the peepholes' use counts) sees those reads. A branch or a
+loop body is lowered in a scope of its own: nothing computed inside it is used outside.
+
+What ONNX has no form for (recursion of another shape, a function used as a value) is an
+:class:`~irpass_onnx.errors.OnnxExportError` naming the expression or the function.
 """
 
 from __future__ import annotations
@@ -34,7 +52,8 @@ from irpass.ir.types import TensorType, TupleType, Type
 
 from ..errors import OnnxExportError
 
-__all__ = ["Input", "Const", "Node", "Item", "Value", "Lowered", "lower"]
+__all__ = ["Input", "Param", "Const", "Node", "Item", "Value", "Lowered", "lower",
+           "all_graphs"]
 
 
 class Input:
@@ -44,6 +63,17 @@ class Input:
 
     def __init__(self, name: str, type_: TensorType) -> None:
         self.name = name
+        self.type = type_
+
+
+class Param:
+    """A param of a loop body (a loop-carried value): an input of the body's subgraph, named
+    when the subgraph is written."""
+
+    __slots__ = ("hint", "type")
+
+    def __init__(self, hint: str, type_: TensorType) -> None:
+        self.hint = hint
         self.type = type_
 
 
@@ -90,7 +120,7 @@ class Item:
 
 
 #: A lowered value: a tensor value, or a Python tuple of values.
-Value = Input | Const | Node | Item | tuple
+Value = Input | Param | Const | Node | Item | tuple
 
 
 class _Func:
@@ -105,15 +135,20 @@ class _Func:
 
 
 class _Scope:
-    """Bindings of vars (params of an inlined call, let vars) and the functions being inlined
-    on the way here (to report recursion)."""
+    """Bindings of vars (params of an inlined call, let vars), the functions being inlined
+    on the way here (to report recursion), the node list of the graph being built (the main
+    graph, a branch or a loop body), and ``phase``: ``(id of a loop's If, what to lower of
+    it)`` in a scope lowering a loop function's body, else None."""
 
-    __slots__ = ("parent", "env", "active")
+    __slots__ = ("parent", "env", "active", "graph", "phase")
 
-    def __init__(self, parent: _Scope | None, env: dict, active: frozenset) -> None:
+    def __init__(self, parent: _Scope | None, env: dict, active: frozenset, graph: list,
+                 phase: tuple[int, int] | None = None) -> None:
         self.parent = parent
         self.env = env
         self.active = active
+        self.graph = graph
+        self.phase = phase
 
     def lookup(self, var: Var) -> Any:
         scope: _Scope | None = self
@@ -126,9 +161,10 @@ class _Scope:
 
 @dataclass
 class Lowered:
-    """The flat graph: graph inputs, nodes in dependency order, and the output values."""
+    """The flat graph: graph inputs, nodes in dependency order, and the output values. For a
+    branch, ``inputs`` is empty; for a loop body, its :class:`Param` values."""
 
-    inputs: list[Input]
+    inputs: list[Any]
     nodes: list[Node]
     outputs: list[Any]
     items: dict = field(default_factory=dict)
@@ -136,6 +172,11 @@ class Lowered:
 
 # states of a work-stack entry
 _ENTER, _ARGS_DONE, _BODY_DONE = 0, 1, 2
+# further states of a call of a loop function: its phases, lowered one after the other
+_LOOP_BODY, _LOOP_COND, _LOOP_DONE, _LOOP_RESULT = 3, 4, 5, 6
+# what a loop-phase scope lowers of the loop's If: the condition, the recursive call's
+# arguments (the next round's values), the result
+_COND, _NEXT, _RESULT = 0, 1, 2
 
 
 def lower(mod: IRModule) -> Lowered:
@@ -158,12 +199,48 @@ def lower(mod: IRModule) -> Lowered:
         inp = Input(p.name_hint, ty)
         inputs.append(inp)
         env[p] = inp
-    root = _Scope(None, env, frozenset({id(main)}))
     walker = _Walker(mod)
+    root = _Scope(None, env, frozenset({id(main)}), walker.nodes)
     out = walker.run(main.body, root)
     outputs: list[Any] = []
     _flatten_outputs(out, outputs, walker)
     return Lowered(inputs, walker.nodes, outputs, walker.items)
+
+
+def all_graphs(lowered: Lowered) -> list[Lowered]:
+    """``lowered`` and every branch and loop body nested in it."""
+    out, stack = [], [lowered]
+    while stack:
+        g = stack.pop()
+        out.append(g)
+        for n in g.nodes:
+            stack.extend(n.extra.get("branches", ()))
+            if "body" in n.extra:
+                stack.append(n.extra["body"])
+    return out
+
+
+def _captured(graphs: list[tuple[list, list, list]]) -> list[Any]:
+    """The values of enclosing graphs that the subgraphs ``(params, nodes, outputs)`` read
+    (nodes and tuple fields; graph inputs and constants are visible everywhere), once each,
+    in order of first use."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    for params, nodes, outputs in graphs:
+        made = {id(n) for n in nodes} | {id(p) for p in params}
+        reads: list[Any] = [a for n in nodes for a in n.inputs]
+        reads.extend(outputs)
+        while reads:
+            v = reads.pop()
+            t = type(v)
+            if t is tuple:
+                reads.extend(v)
+            elif (t is Node and id(v) not in made) or (t is Item and id(v.node) not in made) \
+                    or (t is Param and id(v) not in made):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+    return out
 
 
 def type_of(value: Any) -> Type:
@@ -191,6 +268,14 @@ def _flatten_outputs(value: Any, out: list, walker: _Walker) -> None:
             out.append(v)
 
 
+def _rebuild(ty: Type, leaves: Any) -> Any:
+    """A value of type ``ty`` from the iterator ``leaves`` of its tensors (tuples as Python
+    tuples)."""
+    if type(ty) is TupleType:
+        return tuple(_rebuild(f, leaves) for f in ty.fields)
+    return next(leaves)
+
+
 class _Walker:
     def __init__(self, mod: IRModule) -> None:
         self.mod = mod
@@ -202,6 +287,16 @@ class _Walker:
         self.globals: dict[str, _Func] = {}
         # (call, scope) -> (the scope its callee's body is lowered in, that body)
         self.inlining: dict[tuple[int, int], tuple[_Scope, Any]] = {}
+        # (if, scope) -> the scopes its branches are lowered in
+        self.branching: dict[tuple[int, int], tuple[_Scope, _Scope]] = {}
+        # (call, scope) -> the state of a loop being lowered (see _loop_step)
+        self.loops: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def scope(self, *args: Any) -> _Scope:
+        """A new scope (kept alive so that its id, part of the memo keys, stays unique)."""
+        got = _Scope(*args)
+        self.scopes.append(got)
+        return got
 
     def const(self, c: Constant) -> Const:
         got = self.consts.get(id(c))
@@ -266,7 +361,10 @@ class _Walker:
                     stack.append((e, s, _ARGS_DONE))
                     stack.append((e.value, s, _ENTER))
                 elif state == _ARGS_DONE:
-                    s.env[e.var] = memo[(id(e.value), id(s))]
+                    value = memo[(id(e.value), id(s))]
+                    if type(value) is _Func and value.name == "a function literal":
+                        value = _Func(value.func, value.scope, f"%{e.var.name_hint}")
+                    s.env[e.var] = value
                     stack.append((e, s, _BODY_DONE))
                     stack.append((e.body, s, _ENTER))
                 else:
@@ -276,10 +374,10 @@ class _Walker:
             elif t is GlobalVar:
                 memo[key] = self._global(e)
             elif t is If:
-                raise OnnxExportError(
-                    f"{describe(e)}: control flow (If) is not exported; ONNX graphs here are "
-                    "dataflow only"
-                )
+                if s.phase is not None and s.phase[0] == id(e):
+                    self._loop_if(e, s, state, key, stack)
+                else:
+                    self._if(e, s, state, key, stack)
             elif t is Op:
                 raise OnnxExportError(f"op {e.name} used as a value, not called")
             else:
@@ -306,7 +404,7 @@ class _Walker:
             except (TypeError, ValueError) as err:
                 raise OnnxExportError(f"{describe(e)}: ill-typed: {err}") from err
             node = Node(op.name, e.attrs, args, ty, e)
-            self.nodes.append(node)
+            s.graph.append(node)
             memo[key] = node
             return
         if state == _ENTER:
@@ -314,11 +412,18 @@ class _Walker:
             stack.extend((a, s, _ENTER) for a in reversed(e.args))
             stack.append((op, s, _ENTER))
             return
+        if state >= _LOOP_BODY:
+            self._loop_step(e, s, state, key, stack)
+            return
         if state == _ARGS_DONE:
             callee = memo[(id(op), id(s))]
             if type(callee) is not _Func:
                 raise OnnxExportError(f"{describe(e)}: the callee is not a function")
             func = callee.func
+            form = None if id(func) in s.active else self._loop_form(callee)
+            if form is not None:
+                self._loop_start(e, s, key, callee, form, stack)
+                return
             if id(func) in s.active:
                 raise OnnxExportError(
                     f"{describe(e)}: {callee.name} calls itself (recursion); ONNX graphs have "
@@ -329,11 +434,185 @@ class _Walker:
                     f"{describe(e)}: {len(e.args)} argument(s) for {len(func.params)} params"
                 )
             env = {p: memo[(id(a), id(s))] for p, a in zip(func.params, e.args, strict=True)}
-            child = _Scope(callee.scope, env, s.active | {id(func)})
-            self.scopes.append(child)
+            child = self.scope(callee.scope, env, s.active | {id(func)}, s.graph)
             self.inlining[key] = (child, func.body)
             stack.append((e, s, _BODY_DONE))
             stack.append((func.body, child, _ENTER))
             return
         child, body = self.inlining.pop(key)
         memo[key] = memo[(id(body), id(child))]
+
+    # -- If -----------------------------------------------------------------------------------
+
+    def _if(self, e: If, s: _Scope, state: int, key: tuple, stack: list) -> None:
+        memo = self.memo
+        if state == _ENTER:
+            stack.append((e, s, _ARGS_DONE))
+            stack.append((e.cond, s, _ENTER))
+            return
+        if state == _ARGS_DONE:
+            # each branch in a scope (and node list) of its own: a value computed in a branch
+            # is not visible in the enclosing graph, nor in the other branch
+            then = self.scope(s, {}, s.active, [])
+            other = self.scope(s, {}, s.active, [])
+            self.branching[key] = (then, other)
+            stack.append((e, s, _BODY_DONE))
+            stack.append((e.false_branch, other, _ENTER))
+            stack.append((e.true_branch, then, _ENTER))
+            return
+        then, other = self.branching.pop(key)
+        cond = self.tensor_arg(memo[(id(e.cond), id(s))], e)
+        if cond.type != TensorType((), "bool"):
+            raise OnnxExportError(f"{describe(e)}: the condition is {cond.type}, not a bool "
+                                  "scalar")
+        branches, types = [], []
+        for sc, body in ((then, e.true_branch), (other, e.false_branch)):
+            value = memo[(id(body), id(sc))]
+            leaves: list[Any] = []
+            _flatten_outputs(value, leaves, self)
+            branches.append(Lowered([], sc.graph, leaves, self.items))
+            types.append(type_of(value))
+        if types[0] != types[1]:
+            raise OnnxExportError(f"{describe(e)}: the branches give {types[0]} and {types[1]}")
+        outs = branches[0].outputs
+        if not outs:
+            memo[key] = _rebuild(types[0], iter(()))
+            return
+        captured = _captured([([], b.nodes, b.outputs) for b in branches])
+        single = len(outs) == 1 and type(types[0]) is TensorType
+        ty = types[0] if single else TupleType(tuple(type_of(v) for v in outs))
+        node = Node("if", None, [cond, *captured], ty, e)  # type: ignore[arg-type]
+        node.extra["branches"] = branches
+        node.extra["captured"] = len(captured)
+        s.graph.append(node)
+        if single:
+            memo[key] = node
+        else:
+            items = iter([self.item(node, k, e) for k in range(len(outs))])
+            memo[key] = _rebuild(types[0], items)
+
+    # -- loops --------------------------------------------------------------------------------
+
+    def _loop_form(self, callee: _Func) -> If | None:
+        """The If of ``callee``'s body when the function is in the loop form (see the module
+        docstring), else None."""
+        func = callee.func
+        body = func.body
+        while type(body) is Let:
+            body = body.body
+        if type(body) is not If:
+            return None
+        rec = body.true_branch
+        if type(rec) is not Call or len(rec.args) != len(func.params):
+            return None
+        target: Any = None
+        if type(rec.op) is Var and callee.scope is not None:
+            try:
+                target = callee.scope.lookup(rec.op)
+            except OnnxExportError:
+                return None
+        elif type(rec.op) is GlobalVar:
+            target = self._global(rec.op)
+        if type(target) is not _Func or target.func is not func:
+            return None
+        return body
+
+    def _loop_if(self, e: If, s: _Scope, state: int, key: tuple, stack: list) -> None:
+        """The loop's own If, in a scope of one of the loop's phases: its condition, the next
+        round's values (the recursive call's arguments, as a tuple) or its result."""
+        mode = s.phase[1]  # type: ignore[index]
+        if mode == _NEXT:
+            parts = list(e.true_branch.args)  # type: ignore[attr-defined]
+        else:
+            parts = [e.cond if mode == _COND else e.false_branch]
+        if state == _ENTER:
+            stack.append((e, s, _ARGS_DONE))
+            stack.extend((p, s, _ENTER) for p in reversed(parts))
+            return
+        got = tuple(self.memo[(id(p), id(s))] for p in parts)
+        self.memo[key] = got if mode == _NEXT else got[0]
+
+    def _loop_start(self, e: Call, s: _Scope, key: tuple, callee: _Func, form: If,
+                    stack: list) -> None:
+        func = callee.func
+        init = [self.memo[(id(a), id(s))] for a in e.args]
+        name = callee.name
+        if len(init) != len(func.params):
+            raise OnnxExportError(
+                f"{describe(e)}: {len(init)} argument(s) for {len(func.params)} params")
+        for p, v in zip(func.params, init, strict=True):
+            if type(v) is tuple or type(v) is _Func or not isinstance(v.type, TensorType):
+                raise OnnxExportError(
+                    f"{describe(e)}: the loop {name} carries %{p.name_hint}, which is not a "
+                    "tensor; ONNX Loop carries tensors")
+        active = s.active | {id(func)}
+        state = {"form": form, "init": init, "active": active, "callee": callee}
+        self.loops[key] = state
+        # phase 1, in the enclosing graph: the condition of the initial values
+        first = self.scope(callee.scope, dict(zip(func.params, init, strict=True)), active,
+                           s.graph, (id(form), _COND))
+        state["first"] = first
+        stack.append((e, s, _LOOP_BODY))
+        stack.append((func.body, first, _ENTER))
+
+    def _loop_step(self, e: Call, s: _Scope, state: int, key: tuple, stack: list) -> None:
+        memo = self.memo
+        st = self.loops[key]
+        callee: _Func = st["callee"]
+        func = callee.func
+        body = func.body
+        form_id = id(st["form"])
+        if state == _LOOP_BODY:
+            # phase 2, in the body: the next round's values of the params
+            st["cond0"] = memo[(id(body), id(st["first"]))]
+            params = [Param(p.name_hint, v.type)
+                      for p, v in zip(func.params, st["init"], strict=True)]
+            st["params"] = params
+            st["nodes"] = []
+            nxt = self.scope(callee.scope, dict(zip(func.params, params, strict=True)),
+                             st["active"], st["nodes"], (form_id, _NEXT))
+            st["next"] = nxt
+            stack.append((e, s, _LOOP_COND))
+            stack.append((body, nxt, _ENTER))
+        elif state == _LOOP_COND:
+            # phase 3, in the body: the condition of the next round's values
+            values = memo[(id(body), id(st["next"]))]
+            for p, param, v in zip(func.params, st["params"], values, strict=True):
+                if type(v) is tuple or type(v) is _Func or v.type != param.type:
+                    got = type_of(v) if type(v) is not _Func else "a function"
+                    raise OnnxExportError(
+                        f"{describe(e)}: the loop {callee.name} passes {got} to %{p.name_hint} "
+                        f"of type {param.type}; ONNX Loop carries values of one type")
+            st["values"] = values
+            again = self.scope(callee.scope, dict(zip(func.params, values, strict=True)),
+                               st["active"], st["nodes"], (form_id, _COND))
+            st["again"] = again
+            stack.append((e, s, _LOOP_DONE))
+            stack.append((body, again, _ENTER))
+        elif state == _LOOP_DONE:
+            cond_out = memo[(id(body), id(st["again"]))]
+            cond0 = st["cond0"]
+            for c in (cond0, cond_out):
+                if type(c) is tuple or type(c) is _Func or c.type != TensorType((), "bool"):
+                    raise OnnxExportError(
+                        f"{describe(e)}: the condition of the loop {callee.name} is not a "
+                        "bool scalar")
+            params, values = st["params"], st["values"]
+            outputs = [cond_out, *values]
+            sub = Lowered(params, st["nodes"], outputs, self.items)
+            captured = _captured([(params, sub.nodes, outputs)])
+            ty = TupleType(tuple(p.type for p in params))
+            node = Node("loop", None, [cond0, *st["init"], *captured], ty, e)
+            node.extra["body"] = sub
+            node.extra["captured"] = len(captured)
+            s.graph.append(node)
+            finals = [self.item(node, k, e) for k in range(len(params))]
+            # phase 4, in the enclosing graph: the result, of the final values
+            last = self.scope(callee.scope, dict(zip(func.params, finals, strict=True)),
+                              st["active"], s.graph, (form_id, _RESULT))
+            st["last"] = last
+            stack.append((e, s, _LOOP_RESULT))
+            stack.append((body, last, _ENTER))
+        else:
+            memo[key] = memo[(id(body), id(st["last"]))]
+            del self.loops[key]

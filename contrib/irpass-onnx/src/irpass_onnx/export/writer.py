@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -33,14 +34,17 @@ from onnx import TensorProto, helper, numpy_helper
 from ..dtypes import onnx_type_of
 from ..errors import OnnxExportError
 from .builder import (
+    CONTROL_EMITTERS,
     EMITTERS,
     EmitContext,
     GraphBuilder,
     elem_type,
     live_nodes,
     make_node_protos,
+    reads,
 )
-from .graph import Const, Input, Item, Lowered, Node
+from .fusion import fuse
+from .graph import Const, Input, Item, Lowered, Node, all_graphs
 
 __all__ = ["check_supported", "write_model", "Exported", "external_data_path", "PROTOBUF_LIMIT",
            "EXTERNAL_MIN_BYTES"]
@@ -61,8 +65,10 @@ _PACKED = frozenset({"INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1", "FLOAT6E2M3
 
 
 def check_supported(lowered: Lowered, opset: int) -> None:
-    """One error listing every op without an emitter, with counts."""
-    missing = Counter(n.op for n in lowered.nodes if n.op not in EMITTERS)
+    """One error listing every op without an emitter, with counts (in branches and loop
+    bodies too)."""
+    missing = Counter(n.op for g in all_graphs(lowered) for n in g.nodes
+                      if n.op not in EMITTERS and n.op not in CONTROL_EMITTERS)
     if missing:
         listing = ", ".join(f"{op} ({k})" for op, k in sorted(missing.items()))
         raise OnnxExportError(
@@ -89,28 +95,9 @@ def write_model(lowered: Lowered, opset: int, output_names: list[str] | None,
                               "graph inputs need unique names")
     wanted = _output_names(output_names, n_out, set(input_names))
     builder = GraphBuilder(opset, input_names + wanted)
-    names: dict[int, str] = {}
-    keep: list[Any] = []  # values named in ``names`` stay alive so their ids stay unique
-
-    def name_of(v: Any) -> str:
-        v = resolve(v)
-        got = names.get(id(v))
-        if got is not None:
-            return got
-        t = type(v)
-        if t is Const:
-            got = builder.constant(v.data, "const", key=id(v))
-        elif t is Input:
-            got = v.name
-        else:  # pragma: no cover - the walk emits producers first
-            raise AssertionError(f"value {v!r} used before it was emitted")
-        names[id(v)] = got
-        keep.append(v)
-        return got
-
-    _emit_all(lowered, builder, names, keep, name_of)
-    out_values = [name_of(v) if type(resolve(v)) in (Const, Input) else names[id(resolve(v))]
-                  for v in lowered.outputs]
+    emission = _Emission(builder)
+    emission.emit_all(lowered.outputs)
+    out_values = [emission.value_name(v) for v in lowered.outputs]
     return _assemble(lowered, builder, out_values, wanted, graph_name)
 
 
@@ -130,50 +117,133 @@ def _output_names(given: list[str] | None, n: int, taken: set[str]) -> list[str]
     return names
 
 
-def _emit_all(lowered: Lowered, builder: GraphBuilder, names: dict[int, str], keep: list,
-              name_of: Any) -> None:
-    done: set[int] = set()
-    seen: set[int] = set()
-    tuple_outs: dict[int, list[str]] = {}
-    stack: list[tuple[Any, bool]] = [(v, False) for v in reversed(lowered.outputs)]
-    while stack:
-        v, ready = stack.pop()
+class _Emission:
+    """The names given to lowered values, shared by the main graph and its subgraphs: a
+    subgraph reads a value of an enclosing graph by the name it got there (emitted first, as
+    an input of the control node), and what a subgraph computes is never read outside it."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+        self.names: dict[int, str] = {}
+        self.keep: list[Any] = []  # named values stay alive so their ids stay unique
+        self.done: set[int] = set()
+        self.tuple_outs: dict[int, list[str]] = {}
+
+    def name_of(self, v: Any) -> str:
+        """The ONNX name of a lowered value (a constant becomes an initializer)."""
         v = resolve(v)
+        names = self.names
+        got = names.get(id(v))
+        if got is not None:
+            return got
         t = type(v)
-        if t is Item:
-            if ready:
-                names[id(v)] = tuple_outs[id(v.node)][v.index]
-                keep.append(v)
-            elif id(v) not in names:
-                stack.append((v, True))
-                stack.append((v.node, False))
-            continue
-        if t is tuple:
-            stack.extend((f, False) for f in v)
-            continue
-        if t is not Node or id(v) in done:
-            continue
-        if not ready:
-            if id(v) in seen:  # in progress below on the stack: a DAG has no cycle back
+        if t is Const:
+            got = self.builder.constant(v.data, "const", key=id(v))
+        elif t is Input:
+            got = v.name
+        else:  # pragma: no cover - the walk emits producers first
+            raise AssertionError(f"value {v!r} used before it was emitted")
+        names[id(v)] = got
+        self.keep.append(v)
+        return got
+
+    def value_name(self, v: Any) -> str:
+        """The name of an emitted value (or of a constant or graph input)."""
+        r = resolve(v)
+        if type(r) in (Const, Input):
+            return self.name_of(r)
+        return self.names[id(r)]
+
+    def emit_all(self, outputs: list[Any]) -> None:
+        """Emit (into ``builder.nodes``) every node ``outputs`` need that has no name yet."""
+        builder, names, done, tuple_outs = self.builder, self.names, self.done, self.tuple_outs
+        seen: set[int] = set()
+        stack: list[tuple[Any, bool]] = [(v, False) for v in reversed(outputs)]
+        while stack:
+            v, ready = stack.pop()
+            v = resolve(v)
+            t = type(v)
+            if t is Item:
+                if ready:
+                    names[id(v)] = tuple_outs[id(v.node)][v.index]
+                    self.keep.append(v)
+                elif id(v) not in names:
+                    stack.append((v, True))
+                    stack.append((v.node, False))
                 continue
-            seen.add(id(v))
-            stack.append((v, True))
-            for a in v.inputs:
-                if type(a) is tuple:
-                    stack.extend((f, False) for f in a)
-                else:
-                    stack.append((a, False))
-            continue
-        if id(v) in done:
-            continue
-        done.add(id(v))
-        empty = _empty_value(builder, v.type)
-        out = EMITTERS[v.op](EmitContext(builder, v, name_of)) if empty is None else empty
-        if isinstance(out, list):
-            tuple_outs[id(v)] = out
-        else:
-            names[id(v)] = out
-        keep.append(v)
+            if t is tuple:
+                stack.extend((f, False) for f in v)
+                continue
+            if t is not Node or id(v) in done:
+                continue
+            if not ready:
+                if id(v) in seen:  # in progress below on the stack: a DAG has no cycle back
+                    continue
+                seen.add(id(v))
+                stack.append((v, True))
+                for a in v.inputs:
+                    if type(a) is tuple:
+                        stack.extend((f, False) for f in a)
+                    else:
+                        stack.append((a, False))
+                continue
+            done.add(id(v))
+            empty = _empty_value(builder, v.type)
+            if empty is not None:
+                out = empty
+            else:
+                ctx = EmitContext(builder, v, self.name_of, self.subgraph)
+                fn = EMITTERS.get(v.op) or CONTROL_EMITTERS[v.op]
+                out = fn(ctx)
+            if isinstance(out, list):
+                tuple_outs[id(v)] = out
+            else:
+                names[id(v)] = out
+            self.keep.append(v)
+
+    def subgraph(self, sub: Lowered, hint: str,
+                 leading: Sequence[tuple[str, TensorType]] = ()) -> onnx.GraphProto:
+        """``sub`` (a branch or a loop body) as a ``GraphProto``: inputs ``leading`` (name
+        hints and types, e.g. a Loop body's iteration number and condition) then ``sub``'s
+        params, its outputs typed. Its peepholes run first, within it."""
+        builder = self.builder
+        fresh = builder.fresh
+        inputs = [(fresh(h), t) for h, t in leading]
+        for p in sub.inputs:
+            name = fresh(p.hint)
+            self.names[id(p)] = name
+            self.keep.append(p)
+            inputs.append((name, p.type))
+        saved = builder.nodes, builder.value_info
+        builder.nodes, builder.value_info = [], {}
+        try:
+            fuse(sub, builder.opset)
+            self.emit_all(sub.outputs)
+            produced = [self.value_name(v) for v in sub.outputs]
+            nodes, declared = builder.nodes, builder.value_info
+        finally:
+            builder.nodes, builder.value_info = saved
+        made = {o for rec in nodes for o in rec[2]}
+        names: list[str] = []
+        for name in produced:
+            # an output computed outside the subgraph, or given twice, goes through an
+            # Identity: a subgraph output names a value of the subgraph, once
+            if name not in made or name in names:
+                alias = fresh(hint + "_out")
+                nodes.append(["Identity", [name], [alias], {}])
+                name = alias
+            names.append(name)
+        nodes = live_nodes(nodes, names)
+        used = {n for rec in nodes for n in rec[2]}
+        graph_inputs = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n),
+                                                      list(t.shape)) for n, t in inputs]
+        outputs = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
+                   for n, t in ((n, resolve(v).type) for n, v in
+                                zip(names, sub.outputs, strict=True))]
+        value_info = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
+                      for n, t in declared.items() if n in used and n not in names]
+        return helper.make_graph(make_node_protos(nodes, {}), fresh(hint), graph_inputs,
+                                 outputs, value_info=value_info)
 
 
 def _empty_value(builder: GraphBuilder, ty: Type) -> str | list[str] | None:
@@ -195,8 +265,8 @@ def _empty_value(builder: GraphBuilder, ty: Type) -> str | list[str] | None:
 
 def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], wanted: list[str],
               graph_name: str) -> Exported:
-    builder.nodes = live_nodes(builder.nodes, produced)
-    used = {n for rec in builder.nodes for n in rec[1]} | set(produced)
+    builder.nodes = live_nodes(builder.hoisted + builder.nodes, produced)
+    used = {n for rec in builder.nodes for n in reads(rec)} | set(produced)
     tensors = [(n, d) for n, d in builder.initializers if n in used]
     rename: dict[str, str] = {}
     node_made = {o for rec in builder.nodes for o in rec[2]}
