@@ -849,6 +849,7 @@ CASES = {
     "nn.batch_norm": (_build_batch_norm(), (9, 17)),
     "batch_norm_axis3": (_build_batch_norm(axis=3), (17,)),
     "batch_norm_1d": (_build_batch_norm(axis=0, shape=(4,)), (17,)),
+    "batch_norm_axis0": (_build_batch_norm(axis=0, shape=(3, 2, 5)), (17,)),
     "batch_norm_var": (_build_batch_norm_var, (17,)),
     "nn.layer_norm": (_build_layer_norm(), OPSETS + (18,)),
     "layer_norm_axis1": (_build_layer_norm(axis=1), (17, 18)),

@@ -315,7 +315,8 @@ def _channel_first(ctx: EmitContext, name: str, ndim: int, axis: int) -> tuple[s
     """``name`` with ``axis`` moved to position 1; the permutation that undoes it."""
     if axis == 1:
         return name, list(range(ndim))
-    perm = [0, axis] + [d for d in range(1, ndim) if d != axis]
+    rest = [d for d in range(ndim) if d != axis]
+    perm = [rest[0], axis] + rest[1:]
     inverse = [perm.index(d) for d in range(ndim)]
     return ctx.transpose(name, perm), inverse
 
