@@ -12,8 +12,11 @@ import irpass
 import numpy as np
 import onnx
 import pytest
-from irpass.transform import PassContext, default_pipeline
+from irpass import op
+from irpass.ir import Function, If, var
+from irpass.transform import PassContext, default_pipeline, get_pass
 from irpass_onnx import OnnxExportError, from_onnx, to_onnx
+from irpass_onnx.export.graph import MAX_NESTING
 from irpass_onnx.testing import run_onnxruntime
 from onnx import TensorProto, numpy_helper
 from onnx_cases import rand
@@ -212,6 +215,47 @@ def test_an_if_inside_a_loop_body_exports():
         assert {"Loop", "If"} <= set(op_types(out.graph))
 
 
+def test_a_loop_inside_a_loop_body_exports_as_nested_loop_nodes():
+    # for i < M: (for j < N: w += x * j); v = w / 2
+    inner = graph([node("Cast", ["j"], ["fj"], to=F), node("Mul", ["x", "fj"], ["d"]),
+                   node("Add", ["w_in", "d"], ["w_out"]), node("Identity", ["e_in"], ["e_out"])],
+                  [vi("j", I64, []), vi("e_in", B, []), vi("w_in", F, [3])],
+                  [vi("e_out", B, []), vi("w_out", F, [3])], name="inner")
+    body = graph([node("Loop", ["N", "", "v_in"], ["w"], body=inner),
+                  node("Mul", ["w", "half"], ["v_out"]), node("Identity", ["c_in"], ["c_out"])],
+                 [vi("i", I64, []), vi("c_in", B, []), vi("v_in", F, [3])],
+                 [vi("c_out", B, []), vi("v_out", F, [3])], {"half": np.float32(0.5)},
+                 name="outer")
+    m = model([node("Loop", ["M", "", "v0"], ["v"], body=body)],
+              [vi("M", I64, []), vi("N", I64, []), vi("x", F, [3]), vi("v0", F, [3])],
+              [vi("v", F, [3])])
+    feeds = [{"M": np.array(a, np.int64), "N": np.array(b, np.int64), "x": rand(3, seed=18),
+              "v0": rand(3, seed=19)} for a in (0, 3, 20) for b in (0, 4)]
+    for optimize in (False, True):
+        out = round_trip(m, feeds, optimize)
+        assert op_types(out.graph).count("Loop") == 2
+
+
+@pytest.mark.parametrize("extra", ["ToANormalForm", "LambdaLift", "ToGraphNormalForm"])
+def test_the_loop_and_if_forms_export_after_passes_that_rebind_them(extra):
+    # A-normal form let-binds the If and the recursive call; LambdaLift makes the loop a
+    # global function
+    m = model([node("Loop", ["M", "", "v0"], ["v", "rows"], body=loop_body())],
+              [vi("x", F, [3]), vi("v0", F, [3])], [vi("v", F, [3]), vi("rows", F, [600, 3])],
+              {"M": np.int64(600)})
+    cases = [(m, {"x": rand(3, seed=20) * np.float32(1e-2), "v0": rand(3, seed=21)}),
+             (if_model(), {"c": np.array(False), "x": rand(2, 3, seed=22)})]
+    for original, feeds in cases:
+        with PassContext(opt_level=3):
+            mod = get_pass(extra)(default_pipeline(3)(from_onnx(original)))
+        out = to_onnx(mod)
+        onnx.checker.check_model(out, full_check=True)
+        for g, w in zip(run_onnxruntime(out, feeds), run_onnxruntime(original, feeds),
+                        strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4)
+        assert {"Loop", "If"} & set(op_types(out.graph))
+
+
 def test_a_recursive_function_of_another_form_is_an_error_naming_it():
     # the recursion is in the else branch and not a tail call of the loop form
     mod = irpass.parse("""#[version = "irpass 0.1"]
@@ -225,3 +269,28 @@ def @main(%x: Tensor[(), int64]) -> Tensor[(), int64] {
 """)
     with pytest.raises(OnnxExportError, match=r"%fact calls itself"):
         to_onnx(mod)
+
+
+def nested_ifs(depth: int) -> irpass.IRModule:
+    """``depth`` Ifs, each in the then branch of the next."""
+    x = var("x", shape=(2,))
+    c = var("c", shape=(), dtype="bool")
+    e = x
+    for _ in range(depth):
+        e = If(c, op.negative(e), op.exp(x))
+    return irpass.IRModule.from_expr(Function([c, x], e))
+
+
+def test_ifs_nested_as_deep_as_onnx_reads_export():
+    out = onnx.load_from_string(to_onnx(nested_ifs(MAX_NESTING)).SerializeToString())
+    onnx.checker.check_model(out, full_check=True)
+    x = rand(2, seed=17)
+    for c, want in ((True, x * (-1) ** MAX_NESTING), (False, np.exp(x))):
+        got = run_onnxruntime(out, {"c": np.array(c), "x": x})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 2000])
+def test_ifs_nested_deeper_than_onnx_reads_are_an_error_naming_the_depth(depth):
+    with pytest.raises(OnnxExportError, match=rf"nested {MAX_NESTING + 1} deep"):
+        to_onnx(nested_ifs(depth))

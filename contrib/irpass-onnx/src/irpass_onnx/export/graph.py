@@ -53,7 +53,7 @@ from irpass.ir.types import TensorType, TupleType, Type
 from ..errors import OnnxExportError
 
 __all__ = ["Input", "Param", "Const", "Node", "Item", "Value", "Lowered", "lower",
-           "all_graphs"]
+           "all_graphs", "MAX_NESTING"]
 
 
 class Input:
@@ -138,17 +138,19 @@ class _Scope:
     """Bindings of vars (params of an inlined call, let vars), the functions being inlined
     on the way here (to report recursion), the node list of the graph being built (the main
     graph, a branch or a loop body), and ``phase``: ``(id of a loop's If, what to lower of
-    it)`` in a scope lowering a loop function's body, else None."""
+    it, id of its recursive call)`` in a scope lowering a loop function's body, else None;
+    ``depth``: how many subgraphs enclose that graph."""
 
-    __slots__ = ("parent", "env", "active", "graph", "phase")
+    __slots__ = ("parent", "env", "active", "graph", "phase", "depth")
 
     def __init__(self, parent: _Scope | None, env: dict, active: frozenset, graph: list,
-                 phase: tuple[int, int] | None = None) -> None:
+                 phase: tuple[int, int, int] | None = None, depth: int = 0) -> None:
         self.parent = parent
         self.env = env
         self.active = active
         self.graph = graph
         self.phase = phase
+        self.depth = depth
 
     def lookup(self, var: Var) -> Any:
         scope: _Scope | None = self
@@ -169,6 +171,11 @@ class Lowered:
     outputs: list[Any]
     items: dict = field(default_factory=dict)
 
+
+#: The most subgraphs nested in one another that the export writes: deeper, the model would
+#: pass protobuf's limit of 100 nested messages (three per level: a node, its attribute, the
+#: graph), past which onnx and onnxruntime cannot read it.
+MAX_NESTING = 31
 
 # states of a work-stack entry
 _ENTER, _ARGS_DONE, _BODY_DONE = 0, 1, 2
@@ -274,6 +281,14 @@ def _rebuild(ty: Type, leaves: Any) -> Any:
     if type(ty) is TupleType:
         return tuple(_rebuild(f, leaves) for f in ty.fields)
     return next(leaves)
+
+
+def _tail(expr: Any) -> Any:
+    """What ``expr`` evaluates to last: the body of its ``let`` bindings, and the value of
+    ``let %v = value; %v`` (A-normal form binds an If and a call so)."""
+    while type(expr) is Let:
+        expr = expr.value if expr.body is expr.var else expr.body
+    return expr
 
 
 class _Walker:
@@ -416,6 +431,10 @@ class _Walker:
             self._loop_step(e, s, state, key, stack)
             return
         if state == _ARGS_DONE:
+            if s.phase is not None and s.phase[2] == id(e):
+                # the loop's recursive call, in the phase lowering the next round's values
+                memo[key] = tuple(memo[(id(a), id(s))] for a in e.args)
+                return
             callee = memo[(id(op), id(s))]
             if type(callee) is not _Func:
                 raise OnnxExportError(f"{describe(e)}: the callee is not a function")
@@ -434,13 +453,25 @@ class _Walker:
                     f"{describe(e)}: {len(e.args)} argument(s) for {len(func.params)} params"
                 )
             env = {p: memo[(id(a), id(s))] for p, a in zip(func.params, e.args, strict=True)}
-            child = self.scope(callee.scope, env, s.active | {id(func)}, s.graph)
+            child = self.scope(callee.scope, env, s.active | {id(func)}, s.graph, None,
+                               s.depth)
             self.inlining[key] = (child, func.body)
             stack.append((e, s, _BODY_DONE))
             stack.append((func.body, child, _ENTER))
             return
         child, body = self.inlining.pop(key)
         memo[key] = memo[(id(body), id(child))]
+
+    def nested(self, e: Any, s: _Scope) -> int:
+        """The depth of a subgraph of ``e`` lowered in ``s``; an error past
+        :data:`MAX_NESTING`."""
+        depth = s.depth + 1
+        if depth > MAX_NESTING:
+            raise OnnxExportError(
+                f"{describe(e)}: control flow nested {depth} deep; an ONNX model holds at "
+                f"most {MAX_NESTING} subgraphs in one another (protobuf reads messages up to "
+                "100 deep)")
+        return depth
 
     # -- If -----------------------------------------------------------------------------------
 
@@ -453,8 +484,9 @@ class _Walker:
         if state == _ARGS_DONE:
             # each branch in a scope (and node list) of its own: a value computed in a branch
             # is not visible in the enclosing graph, nor in the other branch
-            then = self.scope(s, {}, s.active, [])
-            other = self.scope(s, {}, s.active, [])
+            depth = self.nested(e, s)
+            then = self.scope(s, {}, s.active, [], None, depth)
+            other = self.scope(s, {}, s.active, [], None, depth)
             self.branching[key] = (then, other)
             stack.append((e, s, _BODY_DONE))
             stack.append((e.false_branch, other, _ENTER))
@@ -493,16 +525,15 @@ class _Walker:
 
     # -- loops --------------------------------------------------------------------------------
 
-    def _loop_form(self, callee: _Func) -> If | None:
-        """The If of ``callee``'s body when the function is in the loop form (see the module
-        docstring), else None."""
+    def _loop_form(self, callee: _Func) -> tuple[If, Call] | None:
+        """The If of ``callee``'s body and its recursive call when the function is in the
+        loop form (see the module docstring; ``let`` bindings may come before the If and
+        before the call, see :func:`_tail`), else None."""
         func = callee.func
-        body = func.body
-        while type(body) is Let:
-            body = body.body
+        body = _tail(func.body)
         if type(body) is not If:
             return None
-        rec = body.true_branch
+        rec = _tail(body.true_branch)
         if type(rec) is not Call or len(rec.args) != len(func.params):
             return None
         target: Any = None
@@ -515,25 +546,23 @@ class _Walker:
             target = self._global(rec.op)
         if type(target) is not _Func or target.func is not func:
             return None
-        return body
+        return body, rec
 
     def _loop_if(self, e: If, s: _Scope, state: int, key: tuple, stack: list) -> None:
         """The loop's own If, in a scope of one of the loop's phases: its condition, the next
         round's values (the recursive call's arguments, as a tuple) or its result."""
         mode = s.phase[1]  # type: ignore[index]
-        if mode == _NEXT:
-            parts = list(e.true_branch.args)  # type: ignore[attr-defined]
-        else:
-            parts = [e.cond if mode == _COND else e.false_branch]
+        # for the next round's values, the then branch: its recursive call gives the tuple of
+        # its arguments (see _call)
+        part = e.cond if mode == _COND else e.true_branch if mode == _NEXT else e.false_branch
         if state == _ENTER:
             stack.append((e, s, _ARGS_DONE))
-            stack.extend((p, s, _ENTER) for p in reversed(parts))
+            stack.append((part, s, _ENTER))
             return
-        got = tuple(self.memo[(id(p), id(s))] for p in parts)
-        self.memo[key] = got if mode == _NEXT else got[0]
+        self.memo[key] = self.memo[(id(part), id(s))]
 
-    def _loop_start(self, e: Call, s: _Scope, key: tuple, callee: _Func, form: If,
-                    stack: list) -> None:
+    def _loop_start(self, e: Call, s: _Scope, key: tuple, callee: _Func,
+                    form: tuple[If, Call], stack: list) -> None:
         func = callee.func
         init = [self.memo[(id(a), id(s))] for a in e.args]
         name = callee.name
@@ -549,8 +578,9 @@ class _Walker:
         state = {"form": form, "init": init, "active": active, "callee": callee}
         self.loops[key] = state
         # phase 1, in the enclosing graph: the condition of the initial values
+        self.nested(e, s)
         first = self.scope(callee.scope, dict(zip(func.params, init, strict=True)), active,
-                           s.graph, (id(form), _COND))
+                           s.graph, (id(form[0]), _COND, id(form[1])), s.depth)
         state["first"] = first
         stack.append((e, s, _LOOP_BODY))
         stack.append((func.body, first, _ENTER))
@@ -561,7 +591,7 @@ class _Walker:
         callee: _Func = st["callee"]
         func = callee.func
         body = func.body
-        form_id = id(st["form"])
+        form_id, rec_id = id(st["form"][0]), id(st["form"][1])
         if state == _LOOP_BODY:
             # phase 2, in the body: the next round's values of the params
             st["cond0"] = memo[(id(body), id(st["first"]))]
@@ -570,7 +600,7 @@ class _Walker:
             st["params"] = params
             st["nodes"] = []
             nxt = self.scope(callee.scope, dict(zip(func.params, params, strict=True)),
-                             st["active"], st["nodes"], (form_id, _NEXT))
+                             st["active"], st["nodes"], (form_id, _NEXT, rec_id), s.depth + 1)
             st["next"] = nxt
             stack.append((e, s, _LOOP_COND))
             stack.append((body, nxt, _ENTER))
@@ -585,7 +615,7 @@ class _Walker:
                         f"of type {param.type}; ONNX Loop carries values of one type")
             st["values"] = values
             again = self.scope(callee.scope, dict(zip(func.params, values, strict=True)),
-                               st["active"], st["nodes"], (form_id, _COND))
+                               st["active"], st["nodes"], (form_id, _COND, rec_id), s.depth + 1)
             st["again"] = again
             stack.append((e, s, _LOOP_DONE))
             stack.append((body, again, _ENTER))
@@ -609,7 +639,7 @@ class _Walker:
             finals = [self.item(node, k, e) for k in range(len(params))]
             # phase 4, in the enclosing graph: the result, of the final values
             last = self.scope(callee.scope, dict(zip(func.params, finals, strict=True)),
-                              st["active"], s.graph, (form_id, _RESULT))
+                              st["active"], s.graph, (form_id, _RESULT, rec_id), s.depth)
             st["last"] = last
             stack.append((e, s, _LOOP_RESULT))
             stack.append((body, last, _ENTER))
