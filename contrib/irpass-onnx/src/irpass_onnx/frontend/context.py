@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
-from irpass.ir import Constant, Expr, TensorType, Type
+from irpass.ir import Call, Constant, Expr, TensorType, Type
 from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 
 from ..dtypes import dtype_of
@@ -63,7 +63,11 @@ class NodeContext:
     """One ONNX node being converted: its inputs as irpass expressions (with types and
     import-time values), its attributes, the opset and the import options."""
 
-    __slots__ = ("_importer", "node", "index", "opset", "options", "_attrs")
+    # The node's input and output names are read once into tuples and its attributes into a
+    # dict on first use: protobuf field access costs ~0.1 us a time, and converters ask for
+    # inputs several times each.
+    __slots__ = ("_importer", "node", "index", "opset", "options", "_attrs", "_inputs",
+                 "_outputs")
 
     def __init__(self, importer: GraphImporter, index: int, node: NodeProto) -> None:
         self._importer = importer
@@ -75,7 +79,9 @@ class NodeContext:
         self.opset: int = importer.opset
         #: The resolved import options.
         self.options: ImportOptions = importer.options
-        self._attrs = {a.name: a for a in node.attribute}
+        self._attrs: dict[str, AttributeProto] | None = None
+        self._inputs: tuple[str, ...] = tuple(node.input)
+        self._outputs: tuple[str, ...] = tuple(node.output)
 
     @property
     def importer(self) -> GraphImporter:
@@ -97,16 +103,16 @@ class NodeContext:
     @property
     def num_inputs(self) -> int:
         """The number of input slots of the node (absent optional inputs included)."""
-        return len(self.node.input)
+        return len(self._inputs)
 
     @property
     def num_outputs(self) -> int:
         """The number of output slots of the node."""
-        return len(self.node.output)
+        return len(self._outputs)
 
     def has_input(self, i: int) -> bool:
         """Whether input ``i`` is given (not past the end, not the empty name)."""
-        return i < len(self.node.input) and self.node.input[i] != ""
+        return i < len(self._inputs) and self._inputs[i] != ""
 
     def input(self, i: int, optional: bool = False) -> Expr | None:
         """Input ``i`` as an expression; ``None`` if it is absent and ``optional``, else an
@@ -115,8 +121,8 @@ class NodeContext:
             if optional:
                 return None
             self.fail(f"input {i} is required but missing")
-        value = self._importer.value(self.node.input[i])
-        if is_region_value(value):
+        value = self._importer.value(self._inputs[i])
+        if type(value) is Call and is_region_value(value):
             # computed without a static type by a region of nodes (frontend/dynamic.py): the
             # importer makes this node part of the region
             raise RuntimeOperand(i, "a value without a static shape")
@@ -124,7 +130,7 @@ class NodeContext:
 
     def inputs(self) -> list[Expr | None]:
         """Every input slot as an expression (``None`` for an absent optional input)."""
-        return [self.input(i, optional=True) for i in range(len(self.node.input))]
+        return [self.input(i, optional=True) for i in range(len(self._inputs))]
 
     def type_of(self, i: int) -> TensorType:
         """The tensor type of input ``i`` (static shape, irpass dtype)."""
@@ -143,8 +149,8 @@ class NodeContext:
         constants at import), else ``None`` (also for an absent input). Read-only."""
         if not self.has_input(i):
             return None
-        e = self._importer.value(self.node.input[i])
-        return e.data if isinstance(e, Constant) else None
+        e = self._importer.value(self._inputs[i])
+        return e.data if type(e) is Constant else None
 
     def const_input(self, i: int, name: str, optional: bool = False) -> np.ndarray | None:
         """The import-time value of input ``i`` (called ``name`` in messages); ``None`` if
@@ -165,20 +171,25 @@ class NodeContext:
     # -- outputs ------------------------------------------------------------------------
     def output_used(self, j: int) -> bool:
         """Whether output ``j`` is named and read by a later node or is a graph output."""
-        if j >= len(self.node.output) or self.node.output[j] == "":
+        if j >= len(self._outputs) or self._outputs[j] == "":
             return False
-        return self.node.output[j] in self._importer.used_names
+        return self._outputs[j] in self._importer.used_names
 
     # -- attributes ---------------------------------------------------------------------
+    def _attr_protos(self) -> dict[str, AttributeProto]:
+        if self._attrs is None:
+            self._attrs = {a.name: a for a in self.node.attribute}
+        return self._attrs
+
     def has_attr(self, name: str) -> bool:
         """Whether the node sets attribute ``name``."""
-        return name in self._attrs
+        return name in self._attr_protos()
 
     def attr(self, name: str, default: Any = _MISSING) -> Any:
         """Attribute ``name`` as a Python value (see :func:`decode_attribute`); ``default`` if
         the node does not set it; an error naming the node and attribute if there is no
         default."""
-        a = self._attrs.get(name)
+        a = self._attr_protos().get(name)
         if a is None:
             if default is _MISSING:
                 self.fail(f"attribute {name!r} is required but missing")

@@ -29,6 +29,10 @@ Converter: TypeAlias = "Callable[[NodeContext], Expr | Sequence[Expr]]"
 
 # op_type -> [(since, converter)], sorted by since.
 _TABLE: dict[str, list[tuple[int, Converter]]] = {}
+# opset -> the op types supported there (a set over the ~200 op types costs ~0.5 ms an import):
+# emptied when a converter is registered, and kept with the table's size, which a test that
+# removes its converter again changes.
+_SUPPORTED: dict[int, tuple[int, frozenset[str]]] = {}
 
 
 def converter(*op_types: str, since: int = 1) -> Callable[[Converter], Converter]:
@@ -53,6 +57,7 @@ def converter(*op_types: str, since: int = 1) -> Callable[[Converter], Converter
                     )
             if (since, fn) not in versions:
                 bisect.insort(versions, (since, fn), key=lambda v: v[0])
+        _SUPPORTED.clear()
         return fn
 
     return register
@@ -71,9 +76,13 @@ def lookup(op_type: str, opset: int) -> Converter | None:
     return chosen
 
 
-def supported_op_types(opset: int) -> set[str]:
+def supported_op_types(opset: int) -> frozenset[str]:
     """The op types (default domain) that have a converter at ``opset``."""
-    return {t for t, versions in _TABLE.items() if versions[0][0] <= opset}
+    size, found = _SUPPORTED.get(opset, (-1, frozenset()))
+    if size != len(_TABLE):
+        found = frozenset(t for t, versions in _TABLE.items() if versions[0][0] <= opset)
+        _SUPPORTED[opset] = (len(_TABLE), found)
+    return found
 
 
 def first_opset(op_type: str) -> int | None:
