@@ -154,25 +154,47 @@ def test_a_loop_with_a_run_time_trip_count_and_condition_exports_as_a_loop_node(
         assert op_types(out.graph).count("Loop") == 1
 
 
-def test_a_ten_thousand_round_loop_exports_and_runs():
+def test_ten_thousand_round_loops_export_and_run():
     m = model([node("Loop", ["M", "", "v0"], ["v"], body=loop_body(scan=False))],
               [vi("M", I64, []), vi("x", F, [3]), vi("v0", F, [3])], [vi("v", F, [3])])
     feeds = [{"M": np.array(10_000, np.int64), "x": rand(3, seed=8) * np.float32(1e-4),
               "v0": rand(3, seed=9)}]
     out = round_trip(m, feeds, optimize=True)
     assert "Loop" in op_types(out.graph)
+    # with a scan output of 10^4 rows (a trip count known at import)
+    m = model([node("Loop", ["M", "", "v0"], ["v", "rows"], body=loop_body())],
+              [vi("x", F, [3]), vi("v0", F, [3])],
+              [vi("v", F, [3]), vi("rows", F, [10_000, 3])], {"M": np.int64(10_000)})
+    out = round_trip(m, [{k: feeds[0][k] for k in ("x", "v0")}], optimize=True)
+    assert "Loop" in op_types(out.graph)
 
 
-def test_a_loop_with_scan_outputs_exports_its_buffer_as_a_loop_carried_value():
+@pytest.mark.parametrize("opset", [9, 16])
+def test_a_loop_with_scan_outputs_exports_them_as_scan_outputs_of_a_loop_node(opset):
     # 600 rounds of a 5-node body: too many to unroll, so the importer makes the recursive
-    # form with a buffer for the scan output
+    # form with a buffer for the scan output, written row by row; ONNX writes it as a scan
+    # output of a Loop of 600 rounds (no ScatterND, which opset 9 lacks, and no buffer copy
+    # per round)
     m = model([node("Loop", ["M", "", "v0"], ["v", "rows"], body=loop_body())],
               [vi("x", F, [3]), vi("v0", F, [3])], [vi("v", F, [3]), vi("rows", F, [600, 3])],
               {"M": np.int64(600)})
     feeds = [{"x": rand(3, seed=10) * np.float32(1e-2), "v0": rand(3, seed=11)}]
     for optimize in (False, True):
-        out = round_trip(m, feeds, optimize)
+        out = round_trip(m, feeds, optimize, opset=opset)
         assert op_types(out.graph).count("Loop") == 1
+        assert "ScatterND" not in op_types(out.graph)
+
+
+def test_a_scan_output_written_in_reverse_stays_a_buffer_carried_through_the_loop():
+    body = graph([node("Add", ["s_in", "row"], ["s_out"]), node("Cos", ["s_out"], ["o"])],
+                 [vi("s_in", F, [3]), vi("row", F, [3])],
+                 [vi("s_out", F, [3]), vi("o", F, [3])], name="scan_body")
+    m = model([node("Scan", ["s0", "xs"], ["s", "a"], body=body, num_scan_inputs=1,
+                    scan_output_directions=[1])],
+              [vi("s0", F, [3]), vi("xs", F, [600, 3])], [vi("s", F, [3]), vi("a", F, [600, 3])])
+    feeds = [{"s0": rand(3, seed=23), "xs": rand(600, 3, seed=24) * np.float32(1e-2)}]
+    out = round_trip(m, feeds, optimize=True)
+    assert {"Loop", "ScatterND"} <= set(op_types(out.graph))
 
 
 def test_a_long_scan_exports_as_a_loop_node():
