@@ -13,7 +13,8 @@ import numpy as np
 import onnx
 import pytest
 from irpass import op
-from irpass.ir import Function, If, var
+from irpass.ir import Call, Function, If, Op, register_op, var
+from irpass.ir.op import OpPattern, unregister_op
 from irpass.transform import PassContext, default_pipeline, get_pass
 from irpass_onnx import OnnxExportError, from_onnx, to_onnx
 from irpass_onnx.export.graph import MAX_NESTING
@@ -316,3 +317,21 @@ def test_ifs_nested_as_deep_as_onnx_reads_export():
 def test_ifs_nested_deeper_than_onnx_reads_are_an_error_naming_the_depth(depth):
     with pytest.raises(OnnxExportError, match=rf"nested {MAX_NESTING + 1} deep"):
         to_onnx(nested_ifs(depth))
+
+
+@pytest.fixture
+def foreign_op():
+    name = "test_export_control.alpha"
+    register_op(name, num_inputs=1, type_rel=lambda types, attrs: types[0],
+                kernel=lambda args, attrs: args[0], pattern=OpPattern.ELEMWISE, owner="test")
+    yield Op.get(name)
+    unregister_op(name)
+
+
+def test_ops_without_an_exporter_in_branches_are_listed_in_the_one_error(foreign_op):
+    x = var("x", shape=(2,))
+    c = var("c", shape=(), dtype="bool")
+    inner = If(c, Call(foreign_op, [x]), op.exp(x))
+    e = If(c, op.negative(inner), Call(foreign_op, [op.abs(x)]))
+    with pytest.raises(OnnxExportError, match=r"test_export_control\.alpha \(2\)"):
+        to_onnx(irpass.IRModule.from_expr(Function([c, x], e)))

@@ -2,6 +2,10 @@
 
 Only what the outputs need is emitted: the walk starts at the outputs and goes up through the
 node inputs with an explicit stack, so a node that a peephole made dead never reaches ONNX.
+A control node (see :mod:`.graph`) is written by its emitter (:mod:`.emitters_control`), which
+has each of its subgraphs written the same way into a ``GraphProto`` of its own (after that
+subgraph's peepholes): names are shared by all graphs, so a subgraph reads a value of an
+enclosing graph by the name it was given there.
 
 The result is an :class:`Exported`: the model without its tensor data, and the data as
 arrays. :meth:`Exported.model_proto` puts the data into the model;
