@@ -16,7 +16,7 @@ from .dynamic import RuntimeOperand, is_region_value
 if TYPE_CHECKING:
     from .graph import GraphImporter
 
-__all__ = ["NodeContext", "decode_attribute"]
+__all__ = ["NodeContext", "decode_attribute", "read_tensor"]
 
 _MISSING: Any = object()
 
@@ -49,12 +49,36 @@ def decode_attribute(attr: AttributeProto) -> Any:
                      f"{AttributeProto.AttributeType.Name(t)}")
 
 
+#: The element types whose ``raw_data`` is the array in little-endian order, as numpy reads it.
+_RAW_DTYPES: dict[int, np.dtype] = {
+    TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+    TensorProto.FLOAT16: np.dtype("<f2"), TensorProto.BOOL: np.dtype(np.bool_),
+    TensorProto.INT8: np.dtype("i1"), TensorProto.INT16: np.dtype("<i2"),
+    TensorProto.INT32: np.dtype("<i4"), TensorProto.INT64: np.dtype("<i8"),
+    TensorProto.UINT8: np.dtype("u1"), TensorProto.UINT16: np.dtype("<u2"),
+    TensorProto.UINT32: np.dtype("<u4"), TensorProto.UINT64: np.dtype("<u8"),
+}
+
+
+def read_tensor(tensor: TensorProto) -> np.ndarray:
+    """``onnx.numpy_helper.to_array(tensor)`` (read-only); the common case, a numpy type in
+    ``raw_data``, read directly (~3 us less a tensor, and a model has one per weight and
+    Constant node). Raises what ``to_array`` raises, or ``ValueError`` for data that does not
+    fit the dims."""
+    dtype = _RAW_DTYPES.get(tensor.data_type)
+    if (dtype is not None and tensor.HasField("raw_data")
+            and tensor.data_location != TensorProto.EXTERNAL and not tensor.HasField("segment")):
+        return np.frombuffer(tensor.raw_data, dtype=dtype).reshape(tuple(tensor.dims))
+    return numpy_helper.to_array(tensor)
+
+
 def _tensor_value(name: str, tensor: TensorProto) -> np.ndarray:
     """The array of a tensor attribute; ``ValueError`` for an element type irpass lacks or
     data that does not fit the dims."""
-    dtype_of(tensor.data_type, f"attribute {name!r}")  # a ValueError naming it
+    if tensor.data_type not in _RAW_DTYPES:
+        dtype_of(tensor.data_type, f"attribute {name!r}")  # a ValueError naming it
     try:
-        return numpy_helper.to_array(tensor)
+        return read_tensor(tensor)
     except Exception as err:  # noqa: BLE001 - onnx raises many kinds for malformed data
         raise ValueError(f"attribute {name!r}: cannot read its tensor: {err}") from err
 
