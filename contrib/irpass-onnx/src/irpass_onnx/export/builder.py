@@ -377,9 +377,15 @@ def _plain(v: Any) -> Any:
     return v
 
 
+# the ONNX ops with graph attributes
+_WITH_SUBGRAPHS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
 def reads(rec: list[Any]) -> list[str]:
     """The names a node record reads: its inputs and, for a control node, every name its
     subgraphs read (values of the enclosing graphs among them)."""
+    if rec[0] not in _WITH_SUBGRAPHS:
+        return rec[1]
     names = list(rec[1])
     graphs = [v for v in rec[3].values() if isinstance(v, onnx.GraphProto)]
     while graphs:
