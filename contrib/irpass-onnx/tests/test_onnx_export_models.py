@@ -26,7 +26,7 @@ from irpass.ir import (
 from irpass.ir.op import OpPattern, unregister_op
 from irpass.ir.types import TensorType
 from irpass.testing import models, random_inputs
-from irpass_onnx import OnnxExportError
+from irpass_onnx import OnnxExportError, from_onnx
 from irpass_onnx.export import save_onnx, to_onnx
 from irpass_onnx.testing import assert_outputs_close, optimize_o3
 from irpass_onnx.testing import run_onnxruntime as run_ort
@@ -246,12 +246,17 @@ def test_recursion_is_an_error_naming_the_call() -> None:
         to_onnx(mod)
 
 
-def test_if_is_an_error_naming_the_expression() -> None:
+def test_if_exports_as_an_onnx_if_node() -> None:
     x = var("x", shape=(2,))
     c = var("c", shape=(), dtype="bool")
     mod = IRModule.from_expr(Function([c, x], If(c, x, op.negative(x))))
-    with pytest.raises(OnnxExportError, match=r"if \(%c\).*If"):
-        to_onnx(mod)
+    model = to_onnx(mod)
+    assert [n.op_type for n in model.graph.node] == ["If"]
+    data = np.array([1.5, -2.0], np.float32)
+    back = from_onnx(model)
+    for cond in (True, False):
+        got = irpass.evaluate(back, np.array(cond), data)
+        np.testing.assert_array_equal(got, data if cond else -data)
 
 
 def test_function_valued_output_is_an_error() -> None:

@@ -1,7 +1,9 @@
 """irpass -> ONNX: :func:`to_onnx` and :func:`save_onnx`.
 
-The export lowers ``@main`` to a flat graph (every function call inlined: fused
-``Primitive`` functions become their ops, not ONNX functions), applies node-saving peepholes
+The export lowers ``@main`` to a graph (every function call inlined: fused ``Primitive``
+functions become their ops, not ONNX functions; an ``if`` becomes an ONNX ``If`` with a
+subgraph per branch, and the tail-recursive loop form the importer makes of ``Loop``/``Scan``
+an ONNX ``Loop``, see :mod:`.emitters_control`), applies node-saving peepholes
 (:mod:`.fusion`), then writes one or a few ONNX nodes per op (:mod:`.emitters` and the
 other ``emitters_*`` modules, one per family of ops). All shapes are static, so the result needs no
 shape arithmetic (``squeeze``/``expand_dims``/``reshape`` are one ``Reshape``). The model's
@@ -81,8 +83,9 @@ def to_onnx(mod: IRModule, *, opset: int | None = None) -> onnx.ModelProto:
 
     Graph inputs are ``@main``'s params (names kept); outputs are named from the attr
     ``onnx.output_names`` when it has one name per output, else ``output_<i>``.
-    Raises :class:`~irpass_onnx.OnnxExportError` for what ONNX cannot hold (control flow,
-    recursion, closures) and, in one error, for every op without an exporter.
+    Raises :class:`~irpass_onnx.OnnxExportError` for what ONNX cannot hold (recursion other
+    than the loop form, closures, control flow nested deeper than 31) and, in one error, for
+    every op without an exporter.
     """
     return _export(mod, opset).model_proto()
 
