@@ -93,7 +93,9 @@ class NodeContext:
     __slots__ = ("_importer", "node", "index", "opset", "options", "_attrs", "_inputs",
                  "_outputs")
 
-    def __init__(self, importer: GraphImporter, index: int, node: NodeProto) -> None:
+    def __init__(self, importer: GraphImporter, index: int, node: NodeProto,
+                 inputs: tuple[str, ...] | None = None,
+                 outputs: tuple[str, ...] | None = None) -> None:
         self._importer = importer
         #: The ONNX node (never modified).
         self.node: NodeProto = node
@@ -104,8 +106,9 @@ class NodeContext:
         #: The resolved import options.
         self.options: ImportOptions = importer.options
         self._attrs: dict[str, AttributeProto] | None = None
-        self._inputs: tuple[str, ...] = tuple(node.input)
-        self._outputs: tuple[str, ...] = tuple(node.output)
+        #: ``inputs``/``outputs``: the node's input and output names when read already.
+        self._inputs: tuple[str, ...] = tuple(node.input) if inputs is None else inputs
+        self._outputs: tuple[str, ...] = tuple(node.output) if outputs is None else outputs
 
     @property
     def importer(self) -> GraphImporter:
