@@ -170,38 +170,45 @@ def profile(files: Sequence[Path], stage: str, top: int) -> str:
 
 
 def passes(files: Sequence[Path], repeat: int) -> str:
-    """-O3's time per pass (``PassTimingInstrument``), the median over ``repeat`` runs of
-    every model, summed over the models."""
+    """-O3's time per pass (``PassTimingInstrument``'s self time, nested passes indented
+    under their parent), the median over ``repeat`` runs of every model, summed over the
+    models, with the number of calls per model summed too."""
     import onnx
     from irpass.instrument import PassTimingInstrument
     from irpass.transform import PassContext, default_pipeline
     from irpass_onnx import from_onnx
 
-    per_pass: dict[tuple[int, str], float] = defaultdict(float)
-    order: dict[tuple[int, str], int] = {}
+    self_ms: dict[tuple[str, ...], float] = defaultdict(float)
+    calls: dict[tuple[str, ...], int] = defaultdict(int)
+    order: dict[tuple[str, ...], int] = {}
     for path in files:
         try:
             mod = from_onnx(onnx.load(str(path)), weights="constants")
         except Exception:  # noqa: BLE001 - the table shows the import's failures
             continue
-        runs: dict[tuple[int, str], list[float]] = defaultdict(list)
-        for _ in range(repeat + 1):
+        runs: dict[tuple[str, ...], list[float]] = defaultdict(list)
+        for _ in range(repeat + 1):  # the first run warms up
             timing = PassTimingInstrument()
             with PassContext(opt_level=3, instruments=[timing]):
                 default_pipeline(3)(mod)
                 rows = timing.timings()
+            parents: list[str] = []
             for r in rows:
-                key = (r.depth, r.name)
+                del parents[r.depth:]
+                parents.append(r.name)
+                key = tuple(parents)
                 order.setdefault(key, len(order))
                 runs[key].append(r.self_ns / 1e6)
+                if len(runs[key]) == 1:
+                    calls[key] += r.calls
         for key, values in runs.items():
-            per_pass[key] += statistics.median(values[1:] or values)
-    grand = sum(per_pass.values()) or 1.0
-    lines = [f"{'pass (self time)':<40} {'ms':>9} {'%':>6}"]
-    for key in sorted(per_pass, key=lambda k: -per_pass[k]):
-        depth, name = key
-        lines.append(f"{'  ' * depth + name:<40} {per_pass[key]:9.1f} "
-                     f"{100 * per_pass[key] / grand:6.1f}")
+            self_ms[key] += statistics.median(values[1:] or values)
+    grand = sum(self_ms.values()) or 1.0
+    lines = [f"{'pass':<40} {'self ms':>9} {'%':>6} {'calls':>7}"]
+    for key in sorted(self_ms, key=order.__getitem__):
+        lines.append(f"{'  ' * (len(key) - 1) + key[-1]:<40} {self_ms[key]:9.1f} "
+                     f"{100 * self_ms[key] / grand:6.1f} {calls[key]:7d}")
+    lines.append(f"{'total':<40} {grand:9.1f}")
     return "\n".join(lines)
 
 
