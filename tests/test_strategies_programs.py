@@ -194,7 +194,10 @@ def test_no_features_gives_elementwise_dataflow():
     allowed = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
                "negative", "abs", "tanh", "sigmoid", "erf", "exp", "log", "sqrt", "clip",
                "nn.relu", "nn.leaky_relu", "nn.dropout", "sum", "mean", "max", "min",
-               "prod", "zeros", "ones", "full", "zeros_like", "ones_like", "cast"}
+               "prod", "zeros", "ones", "full", "zeros_like", "ones_like", "cast", "sin", "cos",
+               "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor",
+               "ceil", "trunc", "round", "sign", "floor_mod", "trunc_mod", "cumsum", "cumprod",
+               "arange"}
     for seed in range(60):
         mod = random_module(seed, features=())
         kinds = {type(n) for n in _nodes(mod["main"])}

@@ -17,7 +17,8 @@ hypothesis's ``draw`` there.
 
 **What the programs hold.** Every op the core registers (:func:`irpass.ir.list_ops`),
 with well-typed random attributes: elementwise and broadcasting math, comparisons,
-``where``, ``clip``, ``cast``, reductions (``axis``, ``keepdims``, ``exclude``),
+``where``, ``clip``, ``cast``, ``reinterpret``, ``qnn.quantize``/``qnn.dequantize``,
+reductions (``axis``, ``keepdims``, ``exclude``),
 ``reshape`` with Relay's special values, ``reverse_reshape``, ``transpose``,
 ``expand_dims``, ``squeeze``, ``broadcast_to``, ``tile``, ``strided_slice`` (negative
 strides, ``axes``), ``take`` (every ``mode``), ``concatenate``, ``split``,
@@ -26,9 +27,18 @@ strides, ``axes``), ``take`` (every ``mode``), ``concatenate``, ``split``,
 groups and depthwise, strides, asymmetric padding, dilation, ``out_layout``), pooling
 (ceil mode, ``count_include_pad``), ``nn.batch_norm``, ``nn.layer_norm``, ``nn.lrn``,
 ``nn.dense``, ``nn.batch_matmul``, ``matmul``, ``nn.bias_add``, softmax and
-log-softmax, ``nn.dropout``. Values are mostly float32; int32/int64, bool, float64 and
-float16 values appear through ``cast``, ``shape_of``, comparisons and integer
-constants. The IR side: ``let`` chains, ``let`` blocks used as values
+log-softmax, ``nn.dropout``; the 1-D and 3-D convolutions and pooling,
+``nn.group_norm``, ``nn.instance_norm``, ``nn.depth_to_space``/``nn.space_to_depth``,
+``einsum`` and ``linalg.det``; the trigonometric and hyperbolic functions (inputs kept
+in their domains: ``clip`` before ``asin``, ``x + 1`` with ``x >= 0.1`` before
+``acosh``), rounding and ``sign`` of exact values, ``floor_mod``/``trunc_mod`` by
+divisors away from 0, ``isnan``/``isinf``, logical ops on bools, bitwise ops and shifts
+on ints, ``argmax``/``argmin`` of exact values, ``cumsum``/``cumprod``, ``arange``,
+``one_hot``, ``reverse``, ``reverse_sequence``, ``trilu``, ``topk``, and ``gather``,
+``gather_nd``, ``scatter_elements``, ``scatter_nd`` with constant indices in range
+(negative ones too) and every reduction. Values are mostly float32; int32/int64, bool,
+float64 and float16 values appear through ``cast``, ``shape_of``, comparisons, integer
+constants and the ops above. The IR side: ``let`` chains, ``let`` blocks used as values
 (``%0 = { let %t = ...; %t }``, nested), ``if`` on a scalar bool, tuples (some bound
 by a ``let``) and projections, closures (called directly, through a ``let``-bound var,
 twice or through a tuple, nested, capturing outer values), recursion (a ``let``-bound
@@ -62,7 +72,8 @@ data-movement ops of them: reshape, ``max``, ``relu``, ...), so no rounding diff
 can flip a branch.
 
 ``features`` switch parts off (:data:`FEATURES` lists them); with none, a program is a
-DAG of elementwise and broadcasting float32 ops over ``@main``'s params.
+DAG of elementwise, broadcasting, reducing and scanning float32 ops over ``@main``'s
+params.
 """
 
 from __future__ import annotations
@@ -122,7 +133,7 @@ _MAX_BOUND = 1e4
 # the kinds of step a program is built from (``_Generator.step``)
 _KINDS = ("unary", "binary", "reduce", "create", "dup", "fodder", "constant", "layout", "tuple",
           "concat_split", "compare", "cast", "nn", "pattern", "let_value", "twin_blocks", "if",
-          "closure", "loop", "global_call", "empty")
+          "closure", "loop", "global_call", "empty", "math")
 _NAMES = ("x", "y", "v", "x_1", "tmp", "t")
 _FLOATS = ("float32", "float64")
 
@@ -501,7 +512,8 @@ class _Generator:
         """Add one new node (or a few) to ``scope.pool``."""
         self.budget -= 1
         kinds: list[tuple[str, float]] = [("unary", 6), ("binary", 7), ("reduce", 2),
-                                          ("create", 0.6), ("dup", 1.5), ("fodder", 1.5)]
+                                          ("create", 0.8), ("dup", 1.5), ("fodder", 1.5),
+                                          ("math", 3)]
         on = self.on
         if on("constants"):
             kinds.append(("constant", 0.8))
@@ -697,6 +709,128 @@ class _Generator:
         call, ty = _call(name, [a, b])
         return _Value(call, ty, lo, hi, exact)
 
+    # -- trigonometry, rounding, remainders, logic and bits ------------------------------------
+    def _math(self, scope: _Scope) -> _Value | None:
+        """The trigonometric and hyperbolic functions (inputs kept in their domains), the
+        rounding ops and ``sign`` of exact values, ``floor_mod``/``trunc_mod`` by divisors
+        away from 0; with ``dtypes`` also ``isnan``/``isinf`` and the logical, bitwise and
+        shift ops on bool and integer values."""
+        kinds = [("trig", 4), ("rounding", 1.5), ("mod", 1)]
+        if self.on("dtypes"):
+            kinds += [("classify", 0.4), ("logical", 1), ("bits", 1.5)]
+        return getattr(self, "_math_" + self.c.weighted(kinds))(scope)
+
+    def _math_trig(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: v.dtype in _FLOATS)
+        if a is None:
+            return None
+        name = self.c.choice(["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                              "asinh", "acosh", "atanh"])
+        if name in ("asin", "acos", "atanh") and a.bound > 0.99:
+            # clip keeps the value inside the domain however its input is rounded
+            call, ty = _call("clip", [a], {"a_min": -0.99, "a_max": 0.99})
+            a = self.add(scope, _Value(call, ty, min(max(a.lo, -0.99), 0.99),
+                                       max(min(a.hi, 0.99), -0.99), a.exact))
+        elif name == "acosh" and a.lo < 1.1:
+            pos = self.away_from_zero(scope, a, 0.1)
+            call, ty = _call("add", [pos, self.scalar(1.0, a.dtype)])
+            a = self.add(scope, _Value(call, ty, pos.lo + 1.0, pos.hi + 1.0, False))
+        elif name == "tan":
+            a = self.tamed(scope, a, 1.2)
+        elif name in ("sinh", "cosh"):
+            a = self.tamed(scope, a, 5.0)
+        if name in ("sin", "cos"):
+            lo, hi = -1.0, 1.0
+        elif name == "cosh":
+            lo, hi = 1.0, math.cosh(a.bound)
+        elif name == "acos":
+            lo, hi = math.acos(a.hi), math.acos(a.lo)
+        else:
+            f = {"tan": math.tan, "asin": math.asin, "atan": math.atan, "sinh": math.sinh,
+                 "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh}[name]
+            lo, hi = f(a.lo), f(a.hi)
+        call, ty = _call(name, [a])
+        return _Value(call, ty, lo, hi, False)
+
+    def _math_rounding(self, scope: _Scope) -> _Value | None:
+        # only exact values: a rounding difference a pass may make could flip a step by 1
+        a = self.pick(scope, lambda v: v.exact and v.dtype not in ("bool", "float16"))
+        if a is None:
+            return None
+        name = self.c.choice(["floor", "ceil", "trunc", "round", "sign"])
+        call, ty = _call(name, [a])
+        if name == "sign":
+            lo, hi = float(np.sign(a.lo)), float(np.sign(a.hi))
+        else:
+            lo, hi = math.floor(a.lo), math.ceil(a.hi)
+        return _Value(call, ty, lo, hi, True)
+
+    def _math_mod(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: v.exact and v.dtype in _FLOATS + ("int32", "int64"))
+        if a is None:
+            return None
+        shape = self.c.choice([a.shape, a.shape[-1:], ()])
+        lo, hi = (0.5, 2.0) if a.dtype in _FLOATS else (1, 4)
+        if self.c.chance(0.3):
+            lo, hi = -hi, -lo
+        b = self.constant(shape, lo, hi, a.dtype, as_param=False)
+        if not b.exact or b.lo * b.hi <= 0:
+            return None  # a divisor near 0, or computed by rounding ops
+        name = self.c.choice(["floor_mod", "trunc_mod"])
+        call, ty = _call(name, [a, b])
+        m = max(abs(b.lo), abs(b.hi))
+        if name == "floor_mod":  # the sign of the divisor
+            lo, hi = (0.0, m) if b.lo > 0 else (-m, 0.0)
+        else:  # the sign of the dividend
+            lo, hi = max(-m, min(a.lo, 0.0)), min(m, max(a.hi, 0.0))
+        return _Value(call, ty, lo, hi, True)
+
+    def _math_classify(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: v.dtype in _FLOATS)
+        if a is None:
+            return None
+        call, ty = _call(self.c.choice(["isnan", "isinf"]), [a])
+        return _Value(call, ty, 0.0, 0.0, True)  # the values are finite
+
+    def _math_logical(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: v.dtype == "bool") or self.condition(scope, scalar=False)
+        if a is None:
+            return None
+        name = self.c.choice(["logical_not", "logical_and", "logical_or", "logical_xor"])
+        args = [a] if name == "logical_not" else [a, self.partner(scope, a, lambda v: v.exact)]
+        if not all(v.exact for v in args):
+            return None
+        call, ty = _call(name, args)
+        return _Value(call, ty, 0.0, 1.0, True)
+
+    def _math_bits(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: v.dtype in ("int32", "int64") and v.exact)
+        if a is None:
+            a = self.constant(self.c.choice(SHAPES[:5]), -8, 8, self.c.choice(["int32",
+                                                                                "int64"]))
+        name = self.c.choice(["bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+                              "left_shift", "right_shift"])
+        if name == "bitwise_not":
+            call, ty = _call(name, [a])
+            return _Value(call, ty, -a.hi - 1, -a.lo - 1, True)
+        if name.endswith("shift"):
+            b = self.constant(self.c.choice([a.shape[-1:], ()]), 0, 3, a.dtype)
+        else:
+            b = self.partner(scope, a, lambda v: v.exact and v.bound <= 1e6)
+        if not b.exact or a.bound > 1e5 or b.bound > 1e5:
+            return None
+        call, ty = _call(name, [a, b] if name.endswith("shift") or self.c.chance(0.5)
+                         else [b, a])
+        if name == "left_shift":
+            lo, hi = min(a.lo * 8, a.lo), max(a.hi * 8, a.hi)
+        elif name == "right_shift":
+            lo, hi = min(a.lo, 0.0), max(a.hi, 0.0)
+        else:
+            # two's complement: within +-2**k when both operands are
+            top = 2.0 ** (int(max(a.bound, b.bound)).bit_length() + 1)
+            lo, hi = -top, top
+        return _Value(call, ty, lo, hi, True)
+
     def _compare(self, scope: _Scope) -> _Value | None:
         """A comparison of exact values, used by ``where`` (or kept as a bool value)."""
         cond = self.condition(scope, scalar=False)
@@ -736,6 +870,8 @@ class _Generator:
         return _Value(call, ty, 0, 1, True)
 
     def _cast(self, scope: _Scope) -> _Value | None:
+        if self.c.chance(0.25):
+            return self._requantize(scope)
         a = self.pick(scope)
         if a is None:
             return None
@@ -756,6 +892,26 @@ class _Generator:
         else:
             lo, hi = a.lo, a.hi
         return _Value(call, ty, lo, hi, a.exact)
+
+    def _requantize(self, scope: _Scope) -> _Value | None:
+        """An exact float32 value through ``qnn.quantize`` and ``qnn.dequantize`` (a power-of-two
+        scale: the result is exact too), or its bits through ``reinterpret`` and back."""
+        a = self.pick(scope, lambda v: v.exact and v.dtype == "float32")
+        if a is None:
+            return None
+        if self.c.chance(0.3):
+            call, ty = _call("reinterpret", [a], {"dtype": self.c.choice(["int32", "uint32"])})
+            call, ty = _call("reinterpret", [(call, ty)], {"dtype": "float32"})
+            return a.like(call, ty)
+        out = self.c.choice(["int8", "uint8"])
+        scale = self.scalar(self.c.choice([0.125, 0.5, 2.0]))
+        zero = self.scalar(self.c.choice([0, 3]), out)
+        axis = self.c.choice([-1, 0]) if a.shape else 0
+        q, qty = _call("qnn.quantize", [a, scale, zero], {"axis": axis, "out_dtype": out})
+        call, ty = _call("qnn.dequantize", [(q, qty), scale, zero], {"axis": axis})
+        s, z = float(scale.lo), float(zero.lo)
+        lo, hi = (-128, 127) if out == "int8" else (0, 255)
+        return _Value(call, ty, (lo - z) * s, (hi - z) * s, True)
 
     def _fodder(self, scope: _Scope) -> _Value | None:
         """Chains the simplifiers look for: consecutive affine ops with constants, shape
@@ -839,10 +995,17 @@ class _Generator:
 
     # -- reductions -----------------------------------------------------------------------
     def _reduce(self, scope: _Scope) -> _Value | None:
-        a = self.pick(scope, lambda v: v.dtype in _FLOATS + ("int32", "int64"))
+        names = [("sum", 4), ("mean", 2), ("max", 2), ("min", 1), ("prod", 0.5), ("scan", 1.2)]
+        if self.on("dtypes"):
+            names += [("argmax", 1), ("argmin", 0.8)]
+        name = self.c.weighted(names)
+        # the index of an extreme of exact values only: no rounding can move it
+        a = self.pick(scope, lambda v: v.dtype in _FLOATS + ("int32", "int64") and (
+            v.exact or not name.startswith("arg")))
         if a is None:
             return None
-        name = self.c.weighted([("sum", 4), ("mean", 2), ("max", 2), ("min", 1), ("prod", 0.5)])
+        if name == "scan":
+            return self._scan(scope, a)
         nd = len(a.shape)
         attrs: dict[str, Any] = {}
         if nd and self.c.chance(0.75):
@@ -853,10 +1016,16 @@ class _Generator:
                 attrs["exclude"] = True
         if self.c.chance(0.4):
             attrs["keepdims"] = True
+        if name.startswith("arg") and self.c.chance(0.3):
+            attrs["select_last_index"] = True
         try:
             call, ty = _call(name, [a], attrs)
         except _Unfit:
             return None
+        if name.startswith("arg"):
+            return _Value(call, ty, 0.0, float(max(a.size - 1, 0)), True)
+        if a.size == 0 and name not in ("sum", "prod") and math.prod(ty.shape):
+            return None  # max/min of no elements are -inf/+inf (Relay's), a mean is NaN
         n = max(1, a.size // max(1, math.prod(ty.shape)))
         if name == "sum":
             lo, hi = a.lo * n, a.hi * n
@@ -873,12 +1042,40 @@ class _Generator:
         exact = a.exact and (name in ("max", "min") or a.dtype not in _FLOATS)
         return _Value(call, ty, lo, hi, exact)
 
+    def _scan(self, scope: _Scope, a: _Value) -> _Value | None:
+        """``cumsum`` or ``cumprod`` of ``a`` along an axis or flattened."""
+        name = self.c.choice(["cumsum", "cumsum", "cumprod"])
+        if name == "cumprod" and a.dtype in _FLOATS:
+            a = self.tamed(scope, a, 1.0)
+        nd = len(a.shape)
+        axis = self.c.integer(-nd, nd - 1) if nd and self.c.chance(0.8) else None
+        attrs: dict[str, Any] = {"axis": axis, "exclusive": self.c.chance(0.3)}
+        if self.on("dtypes") and a.dtype == "float32" and self.c.chance(0.2):
+            attrs["dtype"] = "float64"
+        n = max(1, a.size if axis is None else a.shape[axis])
+        if name == "cumsum":
+            lo, hi = min(0.0, a.lo * n, a.lo), max(0.0, a.hi * n, a.hi)
+        else:
+            if a.bound > 1.5 or n * math.log(max(a.bound, 1.0)) > math.log(_MAX_BOUND):
+                return None
+            top = max(a.bound, 1.0) ** n
+            lo, hi = -top, top
+        if max(abs(lo), abs(hi)) > _MAX_BOUND:
+            return None
+        call, ty = _call(name, [a], attrs)
+        return _Value(call, ty, lo, hi, a.exact and a.dtype not in _FLOATS)
+
     # -- creating tensors -------------------------------------------------------------------
     def _create(self, scope: _Scope) -> _Value | None:
         a = self.pick(scope)
-        name = self.c.choice(["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of"])
+        name = self.c.choice(["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of",
+                              "arange", "one_hot"])
         if name in ("zeros_like", "ones_like", "shape_of") and a is None:
             return None
+        if name == "arange":
+            return self._arange()
+        if name == "one_hot":
+            return self._one_hot(scope)
         if name in ("zeros", "ones"):
             shape = a.shape if a is not None and self.c.chance(0.6) else self.c.choice(SHAPES)
             dtype = "float32" if not self.on("dtypes") else self.c.choice(
@@ -906,6 +1103,45 @@ class _Generator:
         call, ty = _call(name, [a])
         v = 0.0 if name == "zeros_like" else 1.0
         return _Value(call, ty, v, v, True)
+
+    def _arange(self) -> _Value:
+        """``arange`` with integer or float bounds, counting up or down, now and then
+        empty."""
+        dtype = self.c.choice(["float32", "int32", "int64"]) if self.on("dtypes") else "float32"
+        n = self.c.integer(0 if self.on("empty") else 1, 8)
+        step: float = self.c.choice([1, 2, -1, -3])
+        if dtype == "float32" and self.c.chance(0.5):
+            step = self.c.choice([0.5, -0.25, 0.75])
+        start: float = self.c.integer(-4, 4)
+        attrs: dict[str, Any] = {"start": start, "stop": start + n * step, "step": step,
+                                 "dtype": dtype}
+        if step == 1 and start >= 0 and self.c.chance(0.5):
+            attrs.update(start=n, stop=None)  # arange(n)
+        call, ty = _call("arange", [], attrs)
+        ends = [start, start + n * step] if attrs["stop"] is not None else [0, n]
+        return _Value(call, ty, min(ends), max(ends), True)
+
+    def _one_hot(self, scope: _Scope) -> _Value | None:
+        """``one_hot`` of exact integers (some outside ``[0, depth)``: a row of
+        ``off_value``), the on and off values scalars of the scope or constants."""
+        if not self.on("dtypes"):
+            return None
+        depth = self.c.integer(1, 5)
+        idx = self.pick(scope, lambda v: v.dtype in ("int32", "int64") and v.exact
+                        and len(v.shape) <= 2 and v.size <= 12)
+        if idx is None or self.c.chance(0.4):
+            idx = self.constant(self.c.choice([(), (3,), (2, 3)]), -1, depth,
+                                self.c.choice(["int32", "int64"]))
+        on = self.pick(scope, lambda v: v.shape == () and v.dtype in _FLOATS) or self.scalar(
+            self.c.choice([1.0, 0.5, 3.0]))
+        off = self.scalar(self.c.choice([0.0, -1.0]))
+        dtype = self.c.choice(["float32", "float32", "int32", "float64", "float16"])
+        if dtype == "int32" and not (on.exact and on.lo == on.hi):
+            dtype = "float32"  # casting a computed value to int could round either way
+        nd = len(idx.shape)
+        attrs = {"depth": depth, "axis": self.c.integer(-nd - 1, nd), "dtype": dtype}
+        call, ty = _call("one_hot", [idx, on, off], attrs)
+        return _Value(call, ty, min(on.lo, off.lo), max(on.hi, off.hi), on.exact)
 
     def _constant(self, scope: _Scope) -> _Value:
         shape = self.c.choice(SHAPES)
@@ -936,7 +1172,9 @@ class _Generator:
         name = self.c.weighted([
             ("reshape", 3), ("reverse_reshape", 0.5), ("transpose", 3), ("expand_dims", 1),
             ("squeeze", 1), ("broadcast_to", 1), ("tile", 0.6), ("strided_slice", 1.5),
-            ("take", 1), ("nn.pad", 0.8), ("layout_transform", 1),
+            ("take", 1), ("nn.pad", 0.8), ("layout_transform", 1), ("reverse", 0.6),
+            ("trilu", 0.4), ("reverse_sequence", 0.4), ("gather", 0.6), ("gather_nd", 0.5),
+            ("scatter_elements", 0.5), ("scatter_nd", 0.4), ("topk", 0.6),
         ])
         return getattr(self, "_op_" + name.replace("nn.", ""))(scope)
 
@@ -1114,6 +1352,142 @@ class _Generator:
         call, ty = _call("layout_transform", [a], {"src_layout": src, "dst_layout": dst})
         return a.like(call, ty)
 
+    def _op_reverse(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: len(v.shape) > 0)
+        if a is None:
+            return None
+        call, ty = _call("reverse", [a], {"axis": self.c.integer(-len(a.shape),
+                                                                 len(a.shape) - 1)})
+        return a.like(call, ty)
+
+    def _op_trilu(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: len(v.shape) >= 2 and v.dtype != "bool")
+        if a is None or not self.on("dtypes"):  # k is an int tensor
+            return None
+        k = self.constant((), -2, 2, self.c.choice(["int32", "int64"]))
+        call, ty = _call("trilu", [a, k], {"upper": self.c.chance(0.5)})
+        return _Value(call, ty, min(a.lo, 0.0), max(a.hi, 0.0), a.exact)
+
+    def _op_reverse_sequence(self, scope: _Scope) -> _Value | None:
+        a = self.pick(scope, lambda v: len(v.shape) >= 2)
+        if a is None or not self.on("dtypes"):
+            return None
+        nd = len(a.shape)
+        seq, batch = self.c.choice(list(itertools.permutations(range(nd), 2)))
+        lengths = self.constant((a.shape[batch],), 0, a.shape[seq] + 1,
+                                self.c.choice(["int32", "int64"]))
+        call, ty = _call("reverse_sequence", [a, lengths], {
+            "seq_axis": seq - nd if self.c.chance(0.3) else seq, "batch_axis": batch})
+        return a.like(call, ty)
+
+    def _index_constant(self, shape: Sequence[int], size: int) -> _Value:
+        """Int indices of ``shape`` in ``[-size, size)`` (negative ones count from the end)."""
+        return self.constant(shape, -size, size - 1, self.c.choice(["int32", "int64"]))
+
+    def _op_gather(self, scope: _Scope, scatter: bool = False) -> _Value | None:
+        """``gather`` (or ``scatter_elements``) along an axis, the indices of the rank of the
+        data and at most as long on the other axes."""
+        a = self.pick(scope, lambda v: len(v.shape) > 0 and v.size > 0)
+        if a is None or not self.on("dtypes"):
+            return None
+        nd = len(a.shape)
+        axis = self.c.integer(0, nd - 1)
+        shape = [self.c.integer(1, 3) if d == axis else self.c.integer(1, n)
+                 for d, n in enumerate(a.shape)]
+        idx = self._index_constant(shape, a.shape[axis])
+        attrs: dict[str, Any] = {"axis": axis - nd if self.c.chance(0.3) else axis}
+        if not scatter:
+            call, ty = _call("gather", [a, idx], attrs)
+            return a.like(call, ty)
+        return self.scatter(scope, "scatter_elements", a, idx, tuple(shape), attrs,
+                            "reduction", shape[axis])
+
+    def _op_scatter_elements(self, scope: _Scope) -> _Value | None:
+        return self._op_gather(scope, scatter=True)
+
+    def _op_gather_nd(self, scope: _Scope, scatter: bool = False) -> _Value | None:
+        """``gather_nd`` (or ``scatter_nd``): index tuples along the first axis of the
+        indices, in range for every axis they index."""
+        a = self.pick(scope, lambda v: len(v.shape) > 0 and v.size > 0)
+        if a is None or not self.on("dtypes"):
+            return None
+        nd = len(a.shape)
+        batch = 1 if not scatter and nd >= 2 and self.c.chance(0.3) else 0
+        depth = self.c.integer(1, min(nd - batch, 2))
+        rows = self.c.choice([(), (2,), (3,), (2, 2)])
+        shape = (depth, *a.shape[:batch], *rows)
+        idx = self._index_constant(shape, min(a.shape[batch:batch + depth]))
+        if not scatter:
+            attrs: dict[str, Any] = {"batch_dims": batch}
+            if self.c.chance(0.3):
+                attrs["index_rank"] = depth
+            call, ty = _call("gather_nd", [a, idx], attrs)
+            return a.like(call, ty)
+        updates = tuple(rows) + a.shape[depth:]
+        return self.scatter(scope, "scatter_nd", a, idx, updates, {}, "mode",
+                            math.prod(rows))
+
+    def _op_scatter_nd(self, scope: _Scope) -> _Value | None:
+        return self._op_gather_nd(scope, scatter=True)
+
+    def scatter(self, scope: _Scope, name: str, a: _Value, idx: _Value,
+                shape: tuple[int, ...], attrs: dict[str, Any], key: str,
+                hits: int) -> _Value | None:
+        """``name`` writing updates of ``shape`` (a value of the scope or a constant) into
+        ``a`` at ``idx``, combined by a random reduction (``attrs[key]``); at most ``hits``
+        updates reach one element."""
+        upd = self.pick(scope, lambda v: v.shape == shape and v.dtype == a.dtype)
+        if upd is None:
+            upd = self.constant(shape, -1.0, 1.0, a.dtype) if a.dtype in _FLOATS else \
+                self.constant(shape, -3, 3, a.dtype)
+        how = self.c.choice(["update", "update", "add", "mul", "min", "max"])
+        attrs[key] = how
+        if how == "add":
+            lo, hi = min(a.lo, 0.0) + hits * min(upd.lo, 0.0), max(a.hi, 0.0) + hits * max(
+                upd.hi, 0.0)
+        elif how == "mul":
+            if upd.bound > 1.5 or hits * math.log(max(upd.bound, 1.0)) > 3:
+                return None
+            top = a.bound * max(upd.bound, 1.0) ** hits
+            lo, hi = -top, top
+        else:
+            lo, hi = min(a.lo, upd.lo), max(a.hi, upd.hi)
+        if max(abs(lo), abs(hi)) > _MAX_BOUND:
+            return None
+        call, ty = _call(name, [a, idx, upd], attrs)
+        exact = a.exact and upd.exact and (how not in ("add", "mul") or a.dtype not in _FLOATS)
+        return _Value(call, ty, lo, hi, exact)
+
+    def _op_topk(self, scope: _Scope) -> _Value | None:
+        """``topk``: its values, its indices (of exact data: ties are kept in index
+        order, but a rounding difference could reorder near ties) or both."""
+        a = self.pick(scope, lambda v: len(v.shape) > 0 and v.size > 0 and v.dtype != "bool")
+        if a is None:
+            return None
+        rets = ["values"]
+        if self.on("dtypes") and a.exact:
+            rets.append("indices")
+            if self.on("tuples"):
+                rets.append("both")
+        nd = len(a.shape)
+        axis = self.c.integer(-nd, nd - 1)
+        n = a.shape[axis]
+        attrs: dict[str, Any] = {"k": self.c.choice([1, n, self.c.integer(0, n)]),
+                                 "axis": axis, "ret_type": self.c.choice(rets),
+                                 "is_ascend": self.c.chance(0.3)}
+        if self.c.chance(0.5):
+            attrs["dtype"] = self.c.choice(["int32", "int64"])
+        call, ty = _call("topk", [a], attrs)
+        if attrs["ret_type"] == "values":
+            return a.like(call, ty)
+        index_range = (0.0, float(n - 1))
+        if attrs["ret_type"] == "indices":
+            return _Value(call, ty, *index_range, True)
+        assert isinstance(ty, TupleType)
+        if self.c.chance(0.5):
+            self.add(scope, _Value(TupleGetItem(call, 1), ty.fields[1], *index_range, True))
+        return a.like(TupleGetItem(call, 0), ty.fields[0])
+
     # -- tuples -----------------------------------------------------------------------------
     def _tuple(self, scope: _Scope) -> _Value | None:
         n = self.c.integer(1, 3)
@@ -1244,17 +1618,102 @@ class _Generator:
     def _nn(self, scope: _Scope) -> _Value | None:
         name = self.c.weighted([
             ("conv2d", 4), ("conv2d_transpose", 1), ("max_pool2d", 1.5), ("avg_pool2d", 1.5),
-            ("global_avg_pool2d", 1), ("batch_norm", 2), ("layer_norm", 1.5), ("lrn", 0.5),
+            ("global_avg_pool2d", 1), ("batch_norm", 3), ("layer_norm", 1.5), ("lrn", 0.5),
             ("dense", 2.5), ("batch_matmul", 1), ("matmul", 1), ("bias_add", 1.5),
             ("softmax", 1.5), ("log_softmax", 0.7), ("conv1d", 0.5), ("conv3d", 0.5),
-            ("conv1d_transpose", 0.3), ("conv3d_transpose", 0.3), ("max_pool1d", 0.4),
-            ("max_pool3d", 0.4), ("avg_pool1d", 0.4), ("avg_pool3d", 0.4),
+            ("conv1d_transpose", 0.3), ("conv3d_transpose", 0.3), ("max_pool1d", 0.6),
+            ("max_pool3d", 0.6), ("avg_pool1d", 0.6), ("avg_pool3d", 0.6), ("resize1d", 0.4),
+            ("resize2d", 0.5), ("resize3d", 0.5), ("grid_sample", 0.4), ("roi_align", 0.3),
+            ("roi_pool", 0.3),
+            ("depth_to_space", 0.5), ("space_to_depth", 0.5), ("group_norm", 0.7),
+            ("instance_norm", 0.6), ("einsum", 0.8), ("det", 0.4),
         ])
         if name in ("batch_norm",) and not self.on("tuples"):
             return None
+        if name in ("grid_sample", "roi_align", "roi_pool"):
+            return getattr(self, "_vision_" + name)(scope)
+        if name.startswith("resize"):
+            return self._image_resize(scope, int(name[6]))
         if name[-2:] in ("1d", "3d") or name[-12:-10] in ("1d", "3d"):
             return self._nn_window_nd(scope, "nn." + name)
         return getattr(self, "_nn_" + name)(scope)
+
+    def _vision_grid_sample(self, scope: _Scope) -> _Value | None:
+        """image.grid_sample of an image at a constant grid of coordinates in [-1.2, 1.2]."""
+        x = self.image(scope)
+        if x is None:
+            return None
+        out = (self.c.integer(1, 4), self.c.integer(1, 4))
+        grid = self.constant([x.shape[0], 2, *out], -1.2, 1.2)
+        attrs = {"method": self.c.choice(["nearest", "bilinear", "bicubic"]),
+                 "padding_mode": self.c.choice(["zeros", "border", "reflection"]),
+                 "align_corners": self.c.chance(0.5)}
+        try:
+            call, ty = _call("image.grid_sample", [x, grid], attrs)
+        except _Unfit:
+            return None
+        b = x.bound * (2.0 if attrs["method"] == "bicubic" else 1.0)
+        return _Value(call, ty, -b, b, False)
+
+    def _vision_roi_pool(self, scope: _Scope) -> _Value | None:
+        return self._vision_roi_align(scope, "vision.roi_pool")
+
+    def _vision_roi_align(self, scope: _Scope, name: str = "vision.roi_align") -> _Value | None:
+        """vision.roi_align (or roi_pool) of an image over two constant regions inside it."""
+        x = self.image(scope)
+        if x is None or not self.on("constants"):
+            return None
+        n, _, h, w = x.shape
+        rows = []
+        for _ in range(2):
+            y1, x1 = self.c.integer(0, max(h - 1, 0)), self.c.integer(0, max(w - 1, 0))
+            rows.append([self.c.integer(0, n - 1), x1, y1, self.c.integer(x1, w),
+                         self.c.integer(y1, h)])
+        rois = (Constant(np.array(rows, dtype="float32")),
+                TensorType((2, 5), "float32"))
+        attrs: dict[str, Any] = {"pooled_size": (self.c.integer(1, 3), self.c.integer(1, 3)),
+                                 "spatial_scale": 1.0}
+        if name == "vision.roi_align":
+            attrs.update(sample_ratio=self.c.choice([-1, 1, 2]),
+                         mode=self.c.choice(["avg", "max"]), aligned=self.c.chance(0.5))
+        try:
+            call, ty = _call(name, [x, rois], attrs)
+        except _Unfit:
+            return None
+        return _Value(call, ty, -x.bound, x.bound, False)
+
+    def _image_resize(self, scope: _Scope, ndim: int) -> _Value | None:
+        """image.resize1d/2d/3d of an image reshaped to ``ndim`` spatial axes."""
+        x = self.image(scope)
+        if x is None:
+            return None
+        n, c, h, w = x.shape
+        shape = {1: (n, c, h * w), 2: (n, c, h, w), 3: (n, c, 1, h, w)}[ndim]
+        if ndim != 2:
+            if not self.on("layout"):
+                return None
+            call, ty = _call("reshape", [x], {"newshape": shape})
+            x = self.add(scope, x.like(call, ty))
+        method = self.c.choice(["nearest_neighbor", "linear", "linear", "cubic"])
+        mode = self.c.choice(["half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                              "tf_crop_and_resize", "half_pixel_symmetric"])
+        size = tuple(max(1, int(s * self.c.choice([0.5, 1, 1.5, 2]))) for s in shape[2:])
+        attrs: dict[str, Any] = {"size": size, "method": method,
+                                 "coordinate_transformation_mode": mode,
+                                 "cubic_alpha": self.c.choice([-0.5, -0.75])}
+        if method == "nearest_neighbor":
+            attrs["rounding_method"] = self.c.choice(["round_prefer_floor", "floor", "ceil"])
+        elif self.c.chance(0.2):
+            attrs["antialias"] = True
+        if mode == "tf_crop_and_resize":
+            attrs["roi"] = (0.1,) * ndim + (0.9,) * ndim
+        try:
+            call, ty = _call(f"image.resize{ndim}d", [x], attrs)
+        except _Unfit:
+            return None
+        # cubic weights overshoot: at most 1.5x the input's bound (Keys' kernel, a >= -0.75)
+        b = x.bound * (1.5 if method == "cubic" else 1.0)
+        return _Value(call, ty, -b, b, False)
 
     def _nn_window_nd(self, scope: _Scope, name: str) -> _Value | None:
         """A 1-D or 3-D convolution, transposed convolution or pooling of an image
@@ -1379,6 +1838,106 @@ class _Generator:
         call, ty = _call("nn.conv2d_transpose", [x, weight], attrs)
         b = fan_in * scale * x.bound
         return _Value(call, ty, -b, b, False)
+
+    def _nn_depth_to_space(self, scope: _Scope, name: str = "nn.depth_to_space") -> _Value | None:
+        """``nn.depth_to_space`` or ``nn.space_to_depth`` by a block size that fits."""
+        x = self.pick(scope, lambda v: len(v.shape) == 4 and v.size > 0 and v.dtype in _FLOATS)
+        x = x or self.image(scope)
+        if x is None:
+            return None
+        layout = self.c.choice(["NCHW", "NHWC"])
+        d = dict(zip(layout, x.shape, strict=True))
+        if name == "nn.depth_to_space":
+            sizes = [b for b in (1, 2, 3) if d["C"] % (b * b) == 0]
+        else:
+            sizes = [b for b in (1, 2, 3) if d["H"] % b == 0 and d["W"] % b == 0]
+        attrs = {"block_size": self.c.choice(sizes[1:] or sizes), "layout": layout,
+                 "mode": self.c.choice(["DCR", "CRD"])}
+        call, ty = _call(name, [x], attrs)
+        return x.like(call, ty)
+
+    def _nn_space_to_depth(self, scope: _Scope) -> _Value | None:
+        return self._nn_depth_to_space(scope, "nn.space_to_depth")
+
+    def _nn_group_norm(self, scope: _Scope, name: str = "nn.group_norm") -> _Value | None:
+        """``nn.group_norm`` (a number of groups dividing the channels) or
+        ``nn.instance_norm`` over the channel axis 1 or the last."""
+        rank = 2 if name == "nn.group_norm" else 3
+        x = self.pick_float(scope, lambda v: len(v.shape) >= rank and v.size > 0)
+        if x is None:
+            return None
+        nd = len(x.shape)
+        axis = self.c.choice([1, -1, nd - 1])
+        ch = x.shape[axis]
+        attrs: dict[str, Any] = {"axis": axis, "epsilon": self.c.choice([1e-5, 1e-3, 1e-2])}
+        groups = ch
+        if name == "nn.group_norm":
+            groups = self.c.choice([g for g in range(1, ch + 1) if ch % g == 0])
+            attrs["num_groups"] = groups
+        if self.c.chance(0.15):
+            attrs["center"] = False
+        if self.c.chance(0.15):
+            attrs["scale"] = False
+        gamma = self.constant((ch,))
+        beta = self.constant((ch,))
+        call, ty = _call(name, [x, gamma, beta], attrs)
+        # |x - mean| / std is at most sqrt(n) over a group of n elements
+        n = ch // groups * x.size // max(1, x.shape[0] * ch)
+        b = math.sqrt(max(n, 1)) * max(gamma.bound, 1.0) + beta.bound
+        return _Value(call, ty, -b, b, False)
+
+    def _nn_instance_norm(self, scope: _Scope) -> _Value | None:
+        return self._nn_group_norm(scope, "nn.instance_norm")
+
+    def _nn_einsum(self, scope: _Scope) -> _Value | None:
+        """``einsum``: a permutation (maybe summing an axis) of one operand, a contraction
+        of the last axis with a matrix (maybe spelled with ``...``), or a product of two
+        operands of one shape summed over the last axis."""
+        a = self.pick_float(scope, lambda v: 1 <= len(v.shape) <= 3 and v.size > 0,
+                            max_bound=100)
+        if a is None or not self.on("tuples"):  # its operands are a tuple
+            return None
+        nd = len(a.shape)
+        letters = "abc"[:nd]
+        kind = self.c.choice(["permute", "contract", "pairwise"])
+        if kind == "permute":
+            perm = list(letters)
+            self.np_rng.shuffle(perm)
+            out = "".join(perm)
+            if self.c.chance(0.3):
+                out = out[:-1]  # summed
+            ops, eq = [a], f"{letters}->{out}"
+            bound = a.bound * (a.shape[letters.index(perm[-1])] if len(out) < nd else 1)
+        elif kind == "contract":
+            k, n = a.shape[-1], self.c.choice([1, 2, 3])
+            s = math.sqrt(3.0 / k)
+            b = self.pick_float(scope, lambda v: v.shape == (k, n), max_bound=100) or \
+                self.constant((k, n), -s, s)
+            head = "..." if self.c.chance(0.3) else letters[:-1]
+            ops, eq = [a, b], f"{head}{letters[-1]},{letters[-1]}z->{head}z"
+            bound = k * a.bound * b.bound
+        else:
+            b = self.pick_float(scope, lambda v: v.shape == a.shape, max_bound=100) or \
+                self.constant(a.shape)
+            ops, eq = [a, b], f"{letters},{letters}->{letters[:-1]}"
+            bound = a.shape[-1] * a.bound * b.bound
+        if bound > _MAX_BOUND:
+            return None
+        tup = Tuple([o.expr for o in ops])
+        call, ty = _call("einsum", [(tup, TupleType([o.type for o in ops]))], {"equation": eq})
+        return _Value(call, ty, -bound, bound, False)
+
+    def _nn_det(self, scope: _Scope) -> _Value | None:
+        """``linalg.det`` of small square matrices (a stack of them now and then)."""
+        a = self.pick_float(scope, lambda v: len(v.shape) >= 2 and v.shape[-1] == v.shape[-2]
+                            and 0 < v.shape[-1] <= 3 and v.size <= 64, max_bound=2.0)
+        if a is None:
+            n = self.c.integer(1, 3)
+            a = self.constant(self.c.choice([(), (2,)]) + (n, n))
+        n = a.shape[-1]
+        bound = math.factorial(n) * a.bound ** n
+        call, ty = _call("linalg.det", [a])
+        return _Value(call, ty, -bound, bound, False)
 
     def _nn_max_pool2d(self, scope: _Scope, name: str = "nn.max_pool2d") -> _Value | None:
         x = self.pick(scope, lambda v: len(v.shape) == 4 and v.size > 0 and v.dtype in _FLOATS)
@@ -1855,10 +2414,13 @@ class _Generator:
                 self.step(inner)
             if self.c.chance(0.5):
                 self.chain(inner, pv, 1)  # a result that reads the param
+            nested = None
+            if self.closure_depth < 2 and self.c.chance(0.2):
+                nested = self._closure(inner)  # the result: a call of a nested closure
         finally:
             self.closure_depth -= 1
             self.budget = budget - steps
-        out = _sinks(inner.pool[first_new:], dict(inner.lets), 1)[0]
+        out = nested or _sinks(inner.pool[first_new:], dict(inner.lets), 1)[0]
         fn = Function([p], _wrap_lets(inner.lets, out.expr), self.maybe(out.type))
         callee: Expr = fn
         if self.on("lets") and (twice or self.c.chance(0.4)):

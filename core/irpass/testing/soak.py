@@ -449,16 +449,23 @@ def _candidates(mod: IRModule) -> Iterator[IRModule]:
                                                                node.var: node.value}))
             if not isinstance(ty, TensorType) or isinstance(node, (Var, Constant)):
                 continue
-            # 4. a sub-expression by a fresh param of @main (a constant in other functions)
+            # 4. a sub-expression by a fresh param of @main (a constant in other functions);
+            # in @main also the sub-expression as the result, dropping what it feeds (an op
+            # that changes the type, which no other cut can remove)
             if in_main:
+                if isinstance(node, Call) and node is not func.body:
+                    yield mod.with_function(gv, Function(func.params, node, None, func.attrs))
                 p = Var(_fresh_name(func), ty)
                 new = _replace_in(func, {node: p})
                 yield mod.with_function(gv, Function(list(func.params) + [p], new.body, None,
                                                      func.attrs))
             else:
                 yield mod.with_function(gv, _replace_in(func, {node: Constant(_data(ty))}))
-            # a call of a global function by its body (the params replaced by the args)
-            if isinstance(node, Call) and isinstance(node.op, GlobalVar):
+            # a call of a global function by its body (the params replaced by the args);
+            # not of a recursive one: its body calls it again, so each inlining would grow
+            # the program (doubling it inside the function itself) without end
+            if isinstance(node, Call) and isinstance(node.op, GlobalVar) and \
+                    node.op not in _global_refs(mod[node.op]):
                 callee = mod[node.op]
                 body = _substitute(callee.body, dict(zip(callee.params, node.args,
                                                          strict=True)))
@@ -527,7 +534,8 @@ def shrink(mod: IRModule, fails: Callable[[IRModule], bool], *, budget: float = 
     IR. Tries (biggest cuts first) dropping outputs of a tuple result, unused global
     functions and params, replacing an ``if`` by a branch, a ``let`` by its body, a
     sub-expression by a fresh param of ``@main`` (a zero constant elsewhere) or a call
-    by an argument of the same type; keeps the first variant that still fails and starts
+    by an argument of the same type, ``@main``'s result by a call it computes, a call of
+    a (non-recursive) global function by its body; keeps the first variant that still fails and starts
     over, until none does or ``budget`` seconds / ``max_tries`` attempts are spent.
     ``fails`` gets typed, well-formed candidates only."""
     deadline = time.monotonic() + budget
