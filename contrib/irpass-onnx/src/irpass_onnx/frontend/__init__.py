@@ -1,9 +1,9 @@
 """ONNX -> irpass: :func:`from_onnx`, :func:`load_onnx` and :func:`load_weights`.
 
 The converters live in one module per family of ops (:mod:`.math`, :mod:`.tensor`,
-:mod:`.nn`, :mod:`.vision`, :mod:`.transformer`, :mod:`.recurrent`, :mod:`.loss`,
-:mod:`.signal`, :mod:`.quant`, :mod:`.control`); importing this package registers them (see
-:mod:`.registry` for how to add one).
+:mod:`.nn`, :mod:`.activation`, :mod:`.vision`, :mod:`.transformer`, :mod:`.recurrent`,
+:mod:`.loss`, :mod:`.signal`, :mod:`.quant`, :mod:`.control`); importing this package
+registers them (see :mod:`.registry` for how to add one).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 from ..errors import OnnxImportError
 from ..options import ImportOptions
 from . import (  # noqa: F401  (importing them registers the converters)
+    activation,
     control,
     loss,
     math,
