@@ -2,7 +2,7 @@
 
 Importing this package registers the ops: convolution and transposed
 convolution, pooling, dense and batched matrix products, bias, activations,
-normalization (batch, layer, local response), dropout and padding.
+normalization (batch, layer, group, instance, local response), dropout and padding.
 """
 
 from .activation import dropout, leaky_relu, log_softmax, relu, softmax
@@ -10,7 +10,7 @@ from .conv import conv1d, conv2d, conv3d
 from .conv_transpose import conv1d_transpose, conv2d_transpose, conv3d_transpose
 from .dense import batch_matmul, bias_add, dense
 from .depth_space import depth_to_space, space_to_depth
-from .norm import batch_norm, layer_norm, lrn
+from .norm import batch_norm, group_norm, instance_norm, layer_norm, lrn
 from .pad import pad
 from .pool import (
     avg_pool1d,
@@ -39,6 +39,8 @@ __all__ = [
     "depth_to_space",
     "dropout",
     "global_avg_pool2d",
+    "group_norm",
+    "instance_norm",
     "layer_norm",
     "leaky_relu",
     "log_softmax",
