@@ -463,7 +463,8 @@ def test_patterns_follow_tvm():
 V = [var(f"a{i}") for i in range(3)]
 CASES = {
     "gather": (lambda: gather(V[0], 1, V[1]), [RNG.random((2, 3)), np.array([[2, -1]])]),
-    "gather_nd": (lambda: gather_nd(V[0], V[1], 1), [RNG.random((2, 3, 2)), np.array([[[1], [0]]])]),
+    "gather_nd": (lambda: gather_nd(V[0], V[1], 1),
+                  [RNG.random((2, 3, 2)), np.array([[[1], [0]]])]),
     "scatter_elements": (lambda: scatter_elements(V[0], V[1], V[2], 0, "add"),
                          [RNG.random((3, 2)), np.array([[0, 2], [0, 1]]), RNG.random((2, 2))]),
     "scatter_nd": (lambda: scatter_nd(V[0], V[1], V[2], "max"),

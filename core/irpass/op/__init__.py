@@ -172,6 +172,8 @@ __all__ = [
     "power",
     "prod",
     "qnn",
+    "image",
+    "vision",
     "register_op",
     "reinterpret",
     "reshape",

@@ -535,8 +535,8 @@ def shrink(mod: IRModule, fails: Callable[[IRModule], bool], *, budget: float = 
     functions and params, replacing an ``if`` by a branch, a ``let`` by its body, a
     sub-expression by a fresh param of ``@main`` (a zero constant elsewhere) or a call
     by an argument of the same type, ``@main``'s result by a call it computes, a call of
-    a (non-recursive) global function by its body; keeps the first variant that still fails and starts
-    over, until none does or ``budget`` seconds / ``max_tries`` attempts are spent.
+    a (non-recursive) global function by its body; keeps the first variant that still fails
+    and starts over, until none does or ``budget`` seconds / ``max_tries`` attempts are spent.
     ``fails`` gets typed, well-formed candidates only."""
     deadline = time.monotonic() + budget
     tries = 0
