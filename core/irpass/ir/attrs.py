@@ -16,6 +16,12 @@ import numpy as np
 
 __all__ = ["Attrs", "normalize_attr_value"]
 
+# The types normalize_attr_value returns unchanged (bool is one: it is tested
+# by exact type, not as an int).
+_PLAIN_TYPES = frozenset({type(None), bool, int, float, str})
+
+_new_attrs = object.__new__
+
 
 def normalize_attr_value(value: Any, field: str) -> Any:
     """Return ``value`` in canonical immutable form, or raise ``TypeError`` naming ``field``."""
@@ -37,6 +43,19 @@ def normalize_attr_value(value: Any, field: str) -> Any:
     )
 
 
+def _is_plain_value(value: Any) -> bool:
+    """Whether ``value`` is already canonical: a plain scalar or a flat tuple of them.
+
+    A cheap test by exact type (a set of types, no string formatting), for
+    values that came out of a converter: ``normalize_attr_value`` returns such a
+    value unchanged, so it can be skipped. False only means "normalize it".
+    """
+    kind = type(value)
+    if kind in _PLAIN_TYPES:
+        return True
+    return kind is tuple and {*map(type, value)} <= _PLAIN_TYPES
+
+
 class Attrs(Mapping[str, Any]):
     """A read-only, hashable mapping of attribute names to plain values."""
 
@@ -56,6 +75,23 @@ class Attrs(Mapping[str, Any]):
         # Set by Op.make_attrs: the op whose schema these attrs were checked
         # against, so rebuilding a call with the same attrs skips the check.
         object.__setattr__(self, "_schema_key", None)
+
+    @classmethod
+    def _from_plain(cls, items: dict[str, Any], schema_key: Any) -> Attrs:
+        """Attrs that take over ``items``, without normalizing them again.
+
+        For ``Op.make_attrs`` only: the keys are strings and every value is one
+        ``normalize_attr_value`` would return unchanged (a converter's result),
+        and nobody else holds ``items``. The result equals ``Attrs(items)``,
+        which would normalize every value again (a generator and a formatted
+        field name per element; see ``Op.make_attrs`` for what that cost).
+        ``schema_key`` is the op whose schema ``items`` was checked against.
+        """
+        out = _new_attrs(cls)
+        object.__setattr__(out, "_items", items)
+        object.__setattr__(out, "_hash", None)
+        object.__setattr__(out, "_schema_key", schema_key)
+        return out
 
     def __getitem__(self, key: str) -> Any:
         return self._items[key]
