@@ -57,10 +57,8 @@ SEED = 0
 #: Outcomes: ``unsupported`` (a clean OnnxImportError/OnnxExportError), ``wrong`` (outputs
 #: differ), ``crash`` (any other exception).
 EXPECTED: dict[str, tuple[str, str, str]] = {
-    "tv_mobilenet_v3_small.torchscript17.onnx": (
-        "import", "unsupported", "HardSigmoid (9), HardSwish (19) not imported"),
-    "tv_mobilenet_v3_small.dynamo18.onnx": (
-        "import", "unsupported", "HardSigmoid (9), HardSwish (19) not imported"),
+    # every model passes today; an entry reads, e.g.
+    # "tv_mobilenet_v3_small.dynamo18.onnx": ("import", "unsupported", "HardSwish not imported"),
 }
 
 
