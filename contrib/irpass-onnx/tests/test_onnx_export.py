@@ -477,7 +477,9 @@ def _build_take(axis=1, mode="clip", known=True):
 def _take_inputs(mod):
     inputs = random_inputs(mod, seed=1)
     if "i" in inputs:
-        inputs["i"] = np.array([[0, 4], [-1, 7]], "int64")
+        # mode 'fast' takes indices in [-n, n) only (ONNX Gather's); the others any index
+        fast = mod["main"].body.attrs["mode"] == "fast"
+        inputs["i"] = np.array([[0, 4], [-1, -5 if fast else 7]], "int64")
     return inputs
 
 
@@ -873,6 +875,7 @@ CASES = {
     "take_flat": (_build_take(axis=None, mode="fast"), (17,)),
     "take_var_clip": (_build_take(known=False), (13, 17)),
     "take_var_wrap": (_build_take(mode="wrap", known=False), (13, 17)),
+    "take_var_fast": (_build_take(mode="fast", known=False), (10, 17)),
     "strided_slice": (_build_strided_slice(begin=(1, -1), end=(3, 0), strides=(1, -2)), OPSETS),
     "strided_slice_axes": (_build_strided_slice(begin=(1,), end=(100,), axes=(2,)), OPSETS),
     "broadcast_to": (_build_broadcast_to, (9, 17)),

@@ -29,7 +29,7 @@ EXPORT_OPSET_MIN = 9
 #: the exporter must refuse them cleanly (checked).
 EXPORT_OPSET: dict[str, tuple[int, str]] = {
     "test_Embedding": (11, "Gather of computed indices, which may be negative: the exporter "
-                           "writes take(mode='wrap') of those from opset 10 on"),
+                           "writes take(mode='fast') of those as Mod + Gather before opset 11"),
     "test_Embedding_sparse": (11, "as test_Embedding"),
 }
 

@@ -51,10 +51,11 @@ def _take(ctx: EmitContext) -> str:
             raise ctx.fail("take(mode='clip') with computed indices needs opset >= 12")
         idx = ctx.emit("Clip", [idx, ctx.constant(np.array(0, idx_dtype)),
                                 ctx.constant(np.array(max(size - 1, 0), idx_dtype))])
-    elif mode == "wrap":
-        # Gather takes negative indices from opset 11 on, Mod exists from 10 on
+    elif mode == "wrap" or ctx.opset < 11:
+        # Gather takes negative indices from opset 11 on (there, mode 'fast' -- an index in
+        # [-n, n) -- is exactly Gather), Mod exists from 10 on
         if ctx.opset < 10:
-            raise ctx.fail("take(mode='wrap') of computed indices needs opset >= 10")
+            raise ctx.fail(f"take(mode={mode!r}) of computed indices needs opset >= 10")
         idx = ctx.emit("Mod", [idx, ctx.constant(np.array(size, idx_dtype))], fmod=0)
     return ctx.emit("Gather", [data, idx], axis=axis)
 

@@ -244,8 +244,9 @@ def _gather(ctx: NodeContext) -> Expr:
             ctx.fail(f"index {int(bad.reshape(-1)[0])} is out of range for axis {axis} "
                      f"of size {dim}")
         indices = const(np.where(wide < 0, wide + dim, wide).astype(known.dtype))
-    # wrap: ONNX counts negative indices from the end ([-n, n) is valid)
-    return call("take", [data, indices], axis=axis, mode="wrap")
+    # fast is ONNX Gather's meaning: an index in [-n, n) (negative ones count from the end),
+    # any other an error; the export writes it back as one Gather
+    return call("take", [data, indices], axis=axis, mode="fast")
 
 
 def _slice(
