@@ -213,6 +213,7 @@ def passes(files: Sequence[Path], repeat: int) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (see the module docstring); prints the tables, returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("words", nargs="*", help="only models whose file name has one of these")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per model (median)")

@@ -86,6 +86,7 @@ class InputSpec:
         return sample_input(self.as_json(), rng)
 
     def as_json(self) -> dict[str, Any]:
+        """The input as the manifest records it (name, shape, dtype, kind, and the bound of ids)."""
         out: dict[str, Any] = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
                                "kind": self.kind}
         if self.high is not None:
@@ -673,6 +674,7 @@ def _versions() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: export the models (or those ``--only`` matches), write the manifest."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="regex: export only the models it matches")
     parser.add_argument("--traceback", action="store_true",
