@@ -26,7 +26,15 @@ from ..ir.op import (
     attr_ints,
     register_op,
 )
-from ..ir.types import TensorType, TupleType, Type, numpy_dtype
+from ..ir.types import (
+    DTYPE_KINDS,
+    EXTENSION_DTYPES,
+    SUPPORTED_DTYPES,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+)
 
 #: The floating-point dtypes ops compute with (bfloat16 through ml_dtypes' ufuncs, which
 #: cover numpy's arithmetic and math; kernels widen float16 and bfloat16 with
@@ -41,23 +49,14 @@ NUMERIC_DTYPES: frozenset[str] = FLOAT_DTYPES | INT_DTYPES
 ALL_DTYPES: frozenset[str] = NUMERIC_DTYPES | {"bool"}
 #: The 8-, 6- and 4-bit float formats (ml_dtypes): storage and quantization formats, which
 #: ONNX (and so irpass) only casts, quantizes and moves around, never computes with.
-SMALL_FLOAT_DTYPES: frozenset[str] = frozenset(
-    {
-        "float8_e4m3fn",
-        "float8_e4m3fnuz",
-        "float8_e5m2",
-        "float8_e5m2fnuz",
-        "float8_e8m0fnu",
-        "float6_e2m3fn",
-        "float6_e3m2fn",
-        "float4_e2m1fn",
-    }
+SMALL_FLOAT_DTYPES: frozenset[str] = (
+    frozenset(n for n in EXTENSION_DTYPES if DTYPE_KINDS[n] == "f") - FLOAT_DTYPES
 )
 #: The 4- and 2-bit integers (ml_dtypes): storage and quantization formats, like the above.
-SMALL_INT_DTYPES: frozenset[str] = frozenset({"int4", "uint4", "int2", "uint2"})
+SMALL_INT_DTYPES: frozenset[str] = frozenset(n for n in EXTENSION_DTYPES if DTYPE_KINDS[n] != "f")
 #: Every dtype a tensor may have: what casts and data movement (reshape, transpose,
 #: concatenate, ...) accept.
-ANY_DTYPES: frozenset[str] = ALL_DTYPES | SMALL_FLOAT_DTYPES | SMALL_INT_DTYPES
+ANY_DTYPES: frozenset[str] = SUPPORTED_DTYPES
 #: What ``qnn.quantize`` produces and ``qnn.dequantize`` reads: the integers up to 16 bits,
 #: the 4- and 2-bit ones and the small floats (float8_e8m0fnu is a scale format only).
 QUANTIZED_DTYPES: frozenset[str] = (

@@ -38,6 +38,14 @@ SPATIAL: dict[int, str] = {1: "W", 2: "HW", 3: "DHW"}
 AXIS_NAMES: dict[str, str] = {"D": "depth", "H": "height", "W": "width"}
 
 
+def exact_sum_dtype(dtype: str) -> str:
+    """The dtype a convolution sums its products in: float64 for float16/float32, so the
+    result is the correctly rounded one whatever order the products sum in, and rewrites
+    (folding a scale into the weight, im2col or not) do not move it by more than their own
+    rounding."""
+    return "float64" if dtype in ("float16", "float32") else dtype
+
+
 def data_layouts(ndim: int) -> tuple[str, str]:
     """The channels-first and channels-last data layouts of an ``ndim``-D op
     (``NCHW`` and ``NHWC`` for 2-D)."""

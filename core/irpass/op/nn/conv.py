@@ -51,6 +51,7 @@ from ._window import (
     attr_spatial,
     attr_weight_layout,
     data_layouts,
+    exact_sum_dtype,
     out_sizes,
     tap_slices,
     taps,
@@ -63,13 +64,6 @@ _OPS = {1: "nn.conv1d", 2: "nn.conv2d", 3: "nn.conv3d"}
 # The largest column matrix (im2col) a convolution builds; past it, the kernel
 # accumulates one product per kernel tap instead (slower, no extra memory).
 _IM2COL_BYTES = 64 << 20
-
-
-def _exact(dtype: str) -> str:
-    """Float products are summed in float64: the result is then the correctly rounded
-    one, whatever order a product sums in, so rewrites (folding a scale into the
-    weight, im2col or not) do not move it by more than their own rounding."""
-    return "float64" if dtype in ("float16", "float32") else dtype
 
 
 def check_groups(op: str, channels: int, w: dict[str, int], groups: int, where: str) -> None:
@@ -172,7 +166,7 @@ def _conv_kernel(ndim: int):
     def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
         data, weight = args
         out_dtype = attrs["out_dtype"] or data.dtype.name
-        wide = _exact(compute_dtype(data.dtype.name, out_dtype))
+        wide = exact_sum_dtype(compute_dtype(data.dtype.name, out_dtype))
         x = to_layout(data, attrs["data_layout"], canonical_data).astype(wide, copy=False)
         w = to_layout(weight, attrs["kernel_layout"], canonical_weight).astype(wide, copy=False)
         out = conv_nd(x, w, attrs["strides"], attrs["padding"], attrs["dilation"],

@@ -54,6 +54,7 @@ from ._window import (
     attr_spatial,
     attr_weight_layout,
     data_layouts,
+    exact_sum_dtype,
     taps,
 )
 from .dense import compute_dtype
@@ -63,13 +64,6 @@ __all__ = ["conv1d_transpose", "conv2d_transpose", "conv3d_transpose"]
 _OPS = {1: "nn.conv1d_transpose", 2: "nn.conv2d_transpose", 3: "nn.conv3d_transpose"}
 # The largest column matrix the kernel builds; past it, one product per kernel tap.
 _COL_BYTES = 64 << 20
-
-
-def _exact(dtype: str) -> str:
-    """Float products are summed in float64: the result is then the correctly rounded
-    one, whatever order a product sums in, so rewrites (folding a scale into the
-    weight, im2col or not) do not move it by more than their own rounding."""
-    return "float64" if dtype in ("float16", "float32") else dtype
 
 
 def _out_size(
@@ -185,7 +179,7 @@ def _conv_transpose_kernel(ndim: int):
     def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
         data, weight = args
         out_dtype = attrs["out_dtype"] or data.dtype.name
-        wide = _exact(compute_dtype(data.dtype.name, out_dtype))
+        wide = exact_sum_dtype(compute_dtype(data.dtype.name, out_dtype))
         x = to_layout(data, attrs["data_layout"], canonical_data).astype(wide, copy=False)
         w = to_layout(weight, attrs["kernel_layout"], canonical_weight).astype(wide, copy=False)
         out = conv_transpose_nd(x, w, attrs["strides"], attrs["padding"],
