@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+import test_onnx_import_fuzz as fuzz
 from irpass_onnx import OnnxImportError, load_onnx
 from onnx import AttributeProto, ModelProto, TensorProto, helper, numpy_helper
-from test_onnx_import_fuzz import Corrupter, check_import
+from test_onnx_import_fuzz import Corrupter, _write, check_import
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 #: Corrupted models per base model in the test.
-CASES = 60
+CASES = fuzz.CASES  # corruption_outcomes runs that many seeds
 node = helper.make_node
 
 
@@ -164,33 +165,13 @@ class SubgraphCorrupter(Corrupter):
 
 
 def corrupted(base: ModelProto, seed: int) -> tuple[bytes, list[str]]:
-    rng = np.random.default_rng(seed)
-    model = ModelProto()
-    model.CopyFrom(base)
-    c = SubgraphCorrupter(model, rng)
-    kinds = c.corrupt(int(rng.integers(1, 4)))
-    return c.serialize(), kinds
-
-
-def _write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
+    """The serialized bytes of a seeded corruption of ``base`` reaching into its subgraphs."""
+    return fuzz.corrupted(base, seed, SubgraphCorrupter)
 
 
 @pytest.mark.parametrize("name", list(BASES))
 def test_corrupted_models_with_subgraphs_fail_with_one_import_error(name, tmp_path):
-    base = BASES[name]()
-    assert check_import(_write(tmp_path / "base.onnx", base.SerializeToString())) == "ok"
-    outcomes = {"ok": 0, "refused": 0}
-    for seed in range(CASES):
-        data, kinds = corrupted(base, seed)
-        path = _write(tmp_path / f"{name}_{seed}.onnx", data)
-        try:
-            outcomes[check_import(path)] += 1
-        except Exception as exc:  # noqa: BLE001 - reported with the seed and corruptions
-            raise AssertionError(
-                f"{name}, seed {seed}, corruptions {kinds}: {type(exc).__name__}: {exc}"
-            ) from exc
+    outcomes = fuzz.corruption_outcomes(name, BASES[name](), tmp_path, SubgraphCorrupter)
     assert outcomes["refused"] >= CASES // 2, outcomes
 
 

@@ -365,14 +365,34 @@ class Corrupter:
         return data
 
 
-def corrupted(base: ModelProto, seed: int) -> tuple[bytes, list[str]]:
+def corrupted(base: ModelProto, seed: int,
+              corrupter: type[Corrupter] = Corrupter) -> tuple[bytes, list[str]]:
     """The serialized bytes of a seeded corruption of ``base`` (1 to 3 changes)."""
     rng = np.random.default_rng(seed)
     model = ModelProto()
     model.CopyFrom(base)
-    c = Corrupter(model, rng)
+    c = corrupter(model, rng)
     kinds = c.corrupt(int(rng.integers(1, 4)))
     return c.serialize(), kinds
+
+
+def corruption_outcomes(name: str, base: ModelProto, folder: Path,
+                        corrupter: type[Corrupter] = Corrupter) -> dict[str, int]:
+    """How many of :data:`CASES` seeded corruptions of ``base`` import ("ok") and how many
+    are refused with one clean error; any other exception fails, naming the seed and the
+    corruptions."""
+    assert check_import(_write(folder / "base.onnx", base.SerializeToString())) == "ok"
+    outcomes = {"ok": 0, "refused": 0}
+    for seed in range(CASES):
+        data, kinds = corrupted(base, seed, corrupter)
+        path = _write(folder / f"{name}_{seed}.onnx", data)
+        try:
+            outcomes[check_import(path)] += 1
+        except Exception as exc:  # noqa: BLE001 - reported with the seed and corruptions
+            raise AssertionError(
+                f"{name}, seed {seed}, corruptions {kinds}: {type(exc).__name__}: {exc}"
+            ) from exc
+    return outcomes
 
 
 def check_import(path: Path) -> str:
@@ -463,17 +483,7 @@ def bases() -> dict[str, bytes]:
 def test_corrupted_models_fail_with_one_import_error_or_import_cleanly(name, bases, tmp_path):
     base = ModelProto()
     base.ParseFromString(bases[name])
-    assert check_import(_write(tmp_path / "base.onnx", bases[name])) == "ok"
-    outcomes = {"ok": 0, "refused": 0}
-    for seed in range(CASES):
-        data, kinds = corrupted(base, seed)
-        path = _write(tmp_path / f"{name}_{seed}.onnx", data)
-        try:
-            outcomes[check_import(path)] += 1
-        except Exception as exc:  # noqa: BLE001 - reported with the seed and corruptions
-            raise AssertionError(
-                f"{name}, seed {seed}, corruptions {kinds}: {type(exc).__name__}: {exc}"
-            ) from exc
+    outcomes = corruption_outcomes(name, base, tmp_path)
     # the corruptions must mostly break the model, or the test proves little
     assert outcomes["refused"] >= CASES // 2, outcomes
 
