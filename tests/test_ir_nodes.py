@@ -385,6 +385,23 @@ def test_constant_cannot_be_changed_through_the_callers_array():
     assert shared.data.base is c.data.base
 
 
+def test_constant_shares_a_read_only_view_of_bytes_and_copies_anything_else():
+    raw = np.arange(6, dtype="<f4").tobytes()
+    view = np.frombuffer(raw, dtype="<f4").reshape(2, 3)
+    c = Constant(view)
+    assert np.shares_memory(c.data, view)  # bytes cannot change: no copy
+    with pytest.raises(ValueError):
+        c.data.setflags(write=True)
+    writable = np.frombuffer(bytearray(raw), dtype="<f4")  # a bytearray can change
+    assert not np.shares_memory(Constant(writable).data, writable)
+    big_endian = np.frombuffer(np.arange(3, dtype=">f4").tobytes(), dtype=">f4")
+    assert Constant(big_endian).data.dtype.isnative  # stored in native order, copied
+    strided = np.frombuffer(raw, dtype="<f4")[::2]
+    c = Constant(strided)
+    assert c.data.flags.c_contiguous and not np.shares_memory(c.data, strided)
+    np.testing.assert_array_equal(c.data, [0.0, 2.0, 4.0])
+
+
 @pytest.mark.parametrize(
     "value, words",
     [

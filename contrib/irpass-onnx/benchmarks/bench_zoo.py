@@ -1,12 +1,14 @@
 """irpass next to onnxsim, onnxslim and onnxruntime's offline optimizer on the model zoo.
 
-For every model of ``contrib/irpass-onnx/models/models.json`` (see ``make_models.py`` there)
-each tool goes end to end, file to file, as a user runs it:
+For every model of ``contrib/irpass-onnx/models/models.json`` (see ``make_models.py`` there),
+or of the folder ``--models-dir`` names (``make_models.py --size full --out DIR`` writes the
+same architectures at their real sizes there), each tool goes end to end, file to file, as a
+user runs it, and each part is timed:
 
-- ``irpass``: ``load_onnx`` (weights as constants), the default pipeline at -O3 (as ``irpass
-  optimize -O3`` runs it), ``save_onnx``; the three parts are also timed on their own;
-- ``onnxsim``: ``onnx.load``, ``onnxsim.simplify`` (its defaults), ``onnx.save``;
-- ``onnxslim``: ``onnx.load``, ``onnxslim.slim`` (its defaults), ``onnx.save``;
+- ``irpass``: ``onnx.load``; ``from_onnx`` (weights as constants), the default pipeline at
+  -O3 (as ``irpass optimize -O3`` runs it) and ``to_onnx``; ``onnx.save``;
+- ``onnxsim``: ``onnx.load``; ``onnxsim.simplify`` (its defaults); ``onnx.save``;
+- ``onnxslim``: ``onnx.load``; ``onnxslim.slim`` (its defaults); ``onnx.save``;
 - ``ort``: an onnxruntime session at ``ORT_ENABLE_EXTENDED`` writing its optimized model
   (``optimized_model_filepath``); its node count is shown, its time only for reference (it
   also builds the session).
@@ -19,9 +21,15 @@ the file, and the time shown is the median: wall-clock time by default, the proc
 counts are of the main graph of the file each tool writes. A tool that fails on a model shows
 ``fail`` and the reason is printed below the table.
 
+Two times are shown per tool: **in memory**, ModelProto to ModelProto (the tool's own work:
+irpass's import + -O3 + export, onnxsim's ``simplify``), and **file to file** (that plus
+``onnx.load`` and ``onnx.save``, the same calls for every tool). On full-size models the
+load and save of the weights are most of the file-to-file time and no tool can go below them.
+
     /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py          # all
     /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py bert vit --repeat 1
     nice -n 10 python contrib/irpass-onnx/benchmarks/bench_zoo.py --clock cpu  # a busy machine
+    python contrib/irpass-onnx/benchmarks/bench_zoo.py --models-dir /tmp/full --tools irpass,onnxsim
 
 It needs the pack's ``[bench]`` extra (onnxsim, onnxslim) and onnxruntime. The output is the
 Markdown table pasted into ``benchmarks/README.md``, the tools' versions first.
@@ -44,6 +52,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+#: The committed zoo; ``--models-dir`` (passed on to the workers) picks another folder.
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 TOOLS = ("irpass", "onnxsim", "onnxslim", "ort")
 WARMUP = "tv_squeezenet.torchscript17.onnx"
@@ -56,41 +65,61 @@ DISTRIBUTIONS = ("irpass", "irpass-onnx", "onnx", "onnxsim", "onnxslim", "onnxru
 # -- the tools, each file to file; each returns {part: seconds} -----------------------------
 
 
-def _run_irpass(src: str, dst: str) -> dict[str, float]:
-    from irpass.transform import PassContext, default_pipeline
-    from irpass_onnx import load_onnx, save_onnx
+def _file_to_file(src: str, dst: str,
+                  transform: Callable[[Any], tuple[Any, dict[str, float]]]) -> dict[str, float]:
+    """``onnx.load``, ``transform`` (ModelProto to ModelProto, with the times of its own
+    parts), ``onnx.save``: the times of each, ``memory`` (the transform) and ``total``."""
+    import onnx
 
     t0 = clock()
-    mod = load_onnx(src, weights="constants")
+    model = onnx.load(src)
+    t1 = clock()
+    model, parts = transform(model)
+    t2 = clock()
+    onnx.save(model, dst)
+    t3 = clock()
+    return {"total": t3 - t0, "load": t1 - t0, "memory": t2 - t1, "save": t3 - t2, **parts}
+
+
+def _irpass(model: Any) -> tuple[Any, dict[str, float]]:
+    from irpass.transform import PassContext, default_pipeline
+    from irpass_onnx import from_onnx, to_onnx
+
+    t0 = clock()
+    mod = from_onnx(model, weights="constants")
     t1 = clock()
     with PassContext(opt_level=3):
         mod = default_pipeline(3)(mod)
     t2 = clock()
-    save_onnx(mod, dst)
-    t3 = clock()
-    return {"total": t3 - t0, "import": t1 - t0, "o3": t2 - t1, "export": t3 - t2}
+    out = to_onnx(mod)
+    return out, {"import": t1 - t0, "o3": t2 - t1, "export": clock() - t2}
+
+
+def _onnxsim(model: Any) -> tuple[Any, dict[str, float]]:
+    import onnxsim
+
+    model, ok = onnxsim.simplify(model)
+    if not ok:
+        raise RuntimeError("onnxsim's check of the simplified model failed")
+    return model, {}
+
+
+def _onnxslim(model: Any) -> tuple[Any, dict[str, float]]:
+    import onnxslim
+
+    return onnxslim.slim(model), {}
+
+
+def _run_irpass(src: str, dst: str) -> dict[str, float]:
+    return _file_to_file(src, dst, _irpass)
 
 
 def _run_onnxsim(src: str, dst: str) -> dict[str, float]:
-    import onnx
-    import onnxsim
-
-    t0 = clock()
-    model, ok = onnxsim.simplify(onnx.load(src))
-    if not ok:
-        raise RuntimeError("onnxsim's check of the simplified model failed")
-    onnx.save(model, dst)
-    return {"total": clock() - t0}
+    return _file_to_file(src, dst, _onnxsim)
 
 
 def _run_onnxslim(src: str, dst: str) -> dict[str, float]:
-    import onnx
-    import onnxslim
-
-    t0 = clock()
-    model = onnxslim.slim(onnx.load(src))
-    onnx.save(model, dst)
-    return {"total": clock() - t0}
+    return _file_to_file(src, dst, _onnxslim)
 
 
 def _run_ort(src: str, dst: str) -> dict[str, float]:
@@ -117,13 +146,15 @@ def _node_count(path: str) -> int:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split()).replace(str(MODELS_DIR) + os.sep, "")
+    line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str) -> int:
-    """Run ``tool`` on ``files`` (``repeat`` rounds after one warm-up run); print one JSON
-    line per model: its median times and output node count, or the error."""
+def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
+           models_dir: Path = MODELS_DIR) -> int:
+    """Run ``tool`` on ``files`` of ``models_dir`` (``repeat`` rounds after one warm-up run on
+    the committed zoo's :data:`WARMUP`); print one JSON line per model: its median times and
+    output node count, or the error."""
     global clock
     clock = CLOCKS[clock_name]
     run = RUNNERS[tool]
@@ -140,7 +171,7 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str) -> int
                 if "error" in result:
                     continue
                 try:
-                    result["times"].append(run(str(MODELS_DIR / file), out))
+                    result["times"].append(run(str(models_dir / file), out))
                     result["nodes"] = _node_count(out)
                 except Exception as exc:  # noqa: BLE001 - recorded for the table
                     result["error"] = _one_line(f"{type(exc).__name__}: {exc}")
@@ -156,11 +187,11 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str) -> int
     return 0
 
 
-def _measure(tool: str, files: Sequence[str], repeat: int,
-             clock_name: str) -> dict[str, dict[str, Any]]:
+def _measure(tool: str, files: Sequence[str], repeat: int, clock_name: str,
+             models_dir: Path) -> dict[str, dict[str, Any]]:
     """Run the worker of ``tool`` in a fresh process; its results by file."""
     cmd = [sys.executable, __file__, "--worker", tool, "--repeat", str(repeat), "--clock",
-           clock_name, *files]
+           clock_name, "--models-dir", str(models_dir), *files]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     results = {}
     for line in done.stdout.splitlines():
@@ -190,6 +221,12 @@ def _secs(result: dict[str, Any], part: str = "total") -> str:
     return "fail" if "seconds" not in result else f"{result['seconds'][part]:.3f}"
 
 
+def _ratio(irpass: dict[str, Any], other: dict[str, Any], part: str) -> float | None:
+    if "seconds" not in irpass or "seconds" not in other:
+        return None
+    return other["seconds"][part] / max(irpass["seconds"][part], 1e-9)
+
+
 def _nodes(result: dict[str, Any]) -> str:
     if "skipped" in result:
         return "-"
@@ -200,41 +237,55 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
            ) -> list[str]:
     """The Markdown table, a totals line and the failures."""
     lines = [
-        "| model | nodes | irpass | onnxsim | onnxslim | ORT extended | irpass s (import + -O3 "
-        "+ export) | onnxsim s | onnxslim s | onnxsim / irpass |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| model | nodes | irpass | onnxsim | onnxslim | ORT extended | irpass in memory s "
+        "(import + -O3 + export) | onnxsim in memory s | onnxslim in memory s | onnxsim / irpass "
+        "in memory | irpass file to file s | onnxsim file to file s | onnxsim / irpass file "
+        "to file |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
     ]
     failures: list[str] = []
-    totals = {"irpass": 0.0, "onnxsim": 0.0}
-    faster = fewer = both_ok = 0
+    totals = {(tool, part): 0.0 for tool in ("irpass", "onnxsim") for part in ("memory", "total")}
+    faster = {"memory": 0, "total": 0}
+    low = {"memory": float("inf"), "total": float("inf")}
+    fewer = both_ok = 0
     for entry in entries:
         file = entry["file"]
         r = {tool: results[tool][file] for tool in TOOLS}
         ir = r["irpass"]
-        parts = (_secs(ir) if "seconds" not in ir else
-                 f"{_secs(ir)} ({_secs(ir, 'import')} + {_secs(ir, 'o3')} + "
+        parts = (_secs(ir, "memory") if "seconds" not in ir else
+                 f"{_secs(ir, 'memory')} ({_secs(ir, 'import')} + {_secs(ir, 'o3')} + "
                  f"{_secs(ir, 'export')})")
-        ratio = "-"
-        if "seconds" in ir and "seconds" in r["onnxsim"]:
-            a, b = ir["seconds"]["total"], r["onnxsim"]["seconds"]["total"]
-            ratio = f"{b / a:.1f}x"
-            totals["irpass"] += a
-            totals["onnxsim"] += b
+        ratios = {part: _ratio(ir, r["onnxsim"], part) for part in ("memory", "total")}
+        if ratios["total"] is not None:
             both_ok += 1
-            faster += b >= 3 * a
+            for part, ratio in ratios.items():
+                totals["irpass", part] += ir["seconds"][part]
+                totals["onnxsim", part] += r["onnxsim"]["seconds"][part]
+                faster[part] += ratio >= 3
+                low[part] = min(low[part], ratio)
             others = [r[t]["nodes"] for t in ("onnxsim", "onnxslim") if "nodes" in r[t]]
             fewer += all(ir["nodes"] < n for n in others)
+        shown = {part: "-" if x is None else f"{x:.1f}x" for part, x in ratios.items()}
         lines.append(f"| {file.removesuffix('.onnx')} | {entry['nodes']} | {_nodes(ir)} "
                      f"| {_nodes(r['onnxsim'])} | {_nodes(r['onnxslim'])} | {_nodes(r['ort'])} "
-                     f"| {parts} | {_secs(r['onnxsim'])} | {_secs(r['onnxslim'])} | {ratio} |")
+                     f"| {parts} | {_secs(r['onnxsim'], 'memory')} "
+                     f"| {_secs(r['onnxslim'], 'memory')} | {shown['memory']} | {_secs(ir)} "
+                     f"| {_secs(r['onnxsim'])} | {shown['total']} |")
         failures += [f"- {file} / {tool}: {r[tool]['error']}" for tool in TOOLS
                      if "error" in r[tool]]
+
+    def overall(part: str, name: str) -> str:
+        a, b = totals["irpass", part], totals["onnxsim", part]
+        return (f"{name}: irpass {a:.2f} s in all, onnxsim {b:.2f} s ({b / max(a, 1e-9):.1f}x), "
+                f"irpass at least 3x faster on {faster[part]}, lowest ratio "
+                f"{low[part]:.1f}x")
+
     summary = [
         "",
-        f"{len(entries)} models; irpass and onnxsim both finished {both_ok}: irpass "
-        f"{totals['irpass']:.2f} s in all, onnxsim {totals['onnxsim']:.2f} s "
-        f"({totals['onnxsim'] / max(totals['irpass'], 1e-9):.1f}x); irpass at least 3x faster "
-        f"on {faster}, fewer nodes than both onnxsim and onnxslim on {fewer}.",
+        f"{len(entries)} models; irpass and onnxsim both finished {both_ok}. "
+        f"{overall('memory', 'In memory')}. {overall('total', 'File to file')}. irpass leaves "
+        f"fewer nodes than both onnxsim and onnxslim on {fewer}.",
     ]
     if failures:
         summary += ["", "Failures:", *failures]
@@ -251,11 +302,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"comma-separated tools (default: {','.join(TOOLS)})")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time with the wall clock (default) or the process's CPU time")
+    parser.add_argument("--models-dir", type=Path, default=MODELS_DIR,
+                        help="a folder with models.json, e.g. make_models.py --size full's "
+                             "(default: the committed zoo)")
     parser.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    models_dir = args.models_dir.resolve()
     if args.worker:
-        return worker(args.worker, args.models, args.repeat, args.clock)
-    manifest = json.loads((MODELS_DIR / "models.json").read_text())
+        return worker(args.worker, args.models, args.repeat, args.clock, models_dir)
+    try:
+        manifest = json.loads((models_dir / "models.json").read_text())
+    except (OSError, ValueError) as err:
+        parser.error(f"--models-dir {models_dir}: no readable models.json ({err})")
     patterns = [re.compile(p) for p in args.models]
     entries = [e for e in manifest["models"]
                if not patterns or any(p.search(e["file"]) for p in patterns)]
@@ -266,12 +324,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown tool(s) {unknown} (tools: {', '.join(TOOLS)})")
     print("Versions: " + ", ".join(versions()), flush=True)
-    print(f"Clock: {args.clock}; median of {args.repeat} run(s) per model and tool", flush=True)
+    print(f"Models: {models_dir}; clock: {args.clock}; median of {args.repeat} run(s) per "
+          "model and tool", flush=True)
     files = [e["file"] for e in entries]
     results = {t: {f: {"skipped": True} for f in files} for t in TOOLS}
     for tool in tools:
         start = time.perf_counter()
-        results[tool] = _measure(tool, files, args.repeat, args.clock)
+        results[tool] = _measure(tool, files, args.repeat, args.clock, models_dir)
         print(f"{tool}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     print("\n".join(render(entries, results)))
     return 0

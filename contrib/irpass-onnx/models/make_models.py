@@ -36,6 +36,13 @@ so a rerun with those versions gives the same weights and graphs)::
     python contrib/irpass-onnx/models/make_models.py --only bert  # names matching a regex
 
 With ``--only``, the other entries of ``models.json`` are kept as they are.
+
+``--size full --out DIR`` exports the same architectures at their real sizes instead
+(torchvision's default constructors at 224x224, BERT-base, DistilBERT-base, GPT-2 small, a
+SmolLM-135M-shaped Llama, T5-small, Whisper-tiny and ViT-B/16 at batch 1 and sequence length
+128, random weights) into ``DIR`` with its own ``models.json``: the models users wait on,
+for ``benchmarks/bench_zoo.py --models-dir DIR``. They are tens to hundreds of megabytes, so
+they are never committed and the 1 MB limit does not apply.
 """
 
 from __future__ import annotations
@@ -66,9 +73,22 @@ EXPORTERS: tuple[tuple[str, int], ...] = (("torchscript", 17), ("dynamo", 18))
 #: Vocabulary size: the embeddings (twice where an exporter unties the LM head) are most of a
 #: transformers model's bytes.
 VOCAB = 256
-BATCH = 2
-SEQ = 8
 IMAGE = 64
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The input sizes of one run: batch, text length, image side, and the bound of the token
+    ids drawn (at most every exported vocabulary's size)."""
+
+    batch: int
+    seq: int
+    image: int
+    ids: int
+
+
+SMALL = Sizes(batch=2, seq=8, image=IMAGE, ids=VOCAB)
+FULL = Sizes(batch=1, seq=128, image=224, ids=1000)
 
 
 @dataclass
@@ -299,8 +319,8 @@ def _mnasnet() -> torch.nn.Module:
     return _narrow_head(MNASNet(0.1, num_classes=10), 64)
 
 
-def _image(name: str = "pixel_values") -> list[InputSpec]:
-    return [InputSpec(name, (BATCH, 3, IMAGE, IMAGE), "float32", "float")]
+def _image(sizes: Sizes, name: str = "pixel_values") -> list[InputSpec]:
+    return [InputSpec(name, (sizes.batch, 3, sizes.image, sizes.image), "float32", "float")]
 
 
 TORCHVISION: list[tuple[str, str, Callable[[], torch.nn.Module]]] = [
@@ -367,10 +387,11 @@ def _hf(cls_name: str, config_name: str, config: dict[str, Any], attention: str)
     return model
 
 
-def _text(mask: bool) -> list[InputSpec]:
-    specs = [InputSpec("input_ids", (BATCH, SEQ), "int64", "ids", VOCAB)]
+def _text(mask: bool, sizes: Sizes) -> list[InputSpec]:
+    shape = (sizes.batch, sizes.seq)
+    specs = [InputSpec("input_ids", shape, "int64", "ids", sizes.ids)]
     if mask:
-        specs.append(InputSpec("attention_mask", (BATCH, SEQ), "int64", "mask"))
+        specs.append(InputSpec("attention_mask", shape, "int64", "mask"))
     return specs
 
 
@@ -410,16 +431,52 @@ _VIT_CONFIG = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads":
 T5_DECODER_SEQ = 5
 WHISPER_DECODER_SEQ = 6
 
+#: The real sizes (``--size full``): the library's default configurations, which are
+#: BERT-base, DistilBERT-base, GPT-2 small, T5-small, Whisper-tiny and ViT-B/16; Llama's
+#: default is 7B parameters, so it takes SmolLM-135M's shape instead.
+FULL_CONFIGS: dict[str, dict[str, Any]] = {
+    "hf_bert": {}, "hf_distilbert": {}, "hf_gpt2": {}, "hf_t5": {}, "hf_whisper": {},
+    "hf_vit": {},
+    "hf_llama": {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536,
+                 "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+                 "max_position_embeddings": 2048, "tie_word_embeddings": True},
+}
+FULL_TORCHVISION: dict[str, tuple[str, str]] = {
+    "tv_resnet18": ("resnet18", "ResNet-18"),
+    "tv_mobilenet_v3_small": ("mobilenet_v3_small", "MobileNetV3 small"),
+    "tv_mobilenet_v2": ("mobilenet_v2", "MobileNetV2"),
+    "tv_vit": ("vit_b_16", "ViT-B/16"),
+    "tv_swin": ("swin_t", "Swin-T"),
+    "tv_swin_v2": ("swin_v2_t", "Swin V2-T"),
+    "tv_efficientnet": ("efficientnet_b0", "EfficientNet-B0"),
+    "tv_convnext": ("convnext_tiny", "ConvNeXt-T"),
+    "tv_regnet": ("regnet_y_400mf", "RegNetY-400MF"),
+    "tv_shufflenet_v2": ("shufflenet_v2_x1_0", "ShuffleNetV2 x1.0"),
+    "tv_densenet": ("densenet121", "DenseNet-121"),
+    "tv_squeezenet": ("squeezenet1_1", "SqueezeNet 1.1"),
+    "tv_mnasnet": ("mnasnet1_0", "MNASNet 1.0"),
+}
 
-def transformers_specs() -> list[ModelSpec]:
+
+def transformers_specs(sizes: Sizes = SMALL, full: bool = False) -> list[ModelSpec]:
     """Every transformers model: each text model with SDPA and eager attention, with and
     without a mask input; T5's full seq2seq forward; Whisper's encoder and a decoder step;
-    ViT."""
+    ViT. ``full``: in the real sizes of :data:`FULL_CONFIGS`."""
+    import transformers
+
+    def config(name: str, tiny: dict[str, Any]) -> dict[str, Any]:
+        return FULL_CONFIGS[name] if full else tiny
+
+    t5_config = config("hf_t5", _T5_CONFIG)
+    whisper_config = config("hf_whisper", _WHISPER_CONFIG)
+    whisper = transformers.WhisperConfig(**whisper_config)
+    vit_config = config("hf_vit", _VIT_CONFIG)
     specs: list[ModelSpec] = []
     for attention in ("sdpa", "eager"):
-        for name, cls, cfg_name, cfg, outs, fixed in _TEXT_MODELS:
+        for name, cls, cfg_name, tiny, outs, fixed in _TEXT_MODELS:
+            cfg = config(name, tiny)
             for mask in (True, False):
-                inputs = _text(mask)
+                inputs = _text(mask, sizes)
                 names = [i.name for i in inputs]
 
                 def build(cls=cls, cfg_name=cfg_name, cfg=cfg, attention=attention,
@@ -430,60 +487,75 @@ def transformers_specs() -> list[ModelSpec]:
                                        "transformers", cls, _seeded(build), inputs, outs,
                                        cfg, attention))
         for mask in (True, False):
-            inputs = _text(mask) + [InputSpec("decoder_input_ids", (BATCH, T5_DECODER_SEQ),
-                                              "int64", "ids", VOCAB)]
+            inputs = _text(mask, sizes) + [InputSpec(
+                "decoder_input_ids", (sizes.batch, T5_DECODER_SEQ), "int64", "ids", sizes.ids)]
             names = [i.name for i in inputs]
 
             def build_t5(attention=attention, names=names) -> torch.nn.Module:
-                return _Outputs(_hf("T5ForConditionalGeneration", "T5Config", _T5_CONFIG,
+                return _Outputs(_hf("T5ForConditionalGeneration", "T5Config", t5_config,
                                     attention), names, ["logits"], {"use_cache": False})
 
             specs.append(ModelSpec(f"hf_t5_{attention}_{'mask' if mask else 'nomask'}",
                                    "transformers", "T5ForConditionalGeneration",
-                                   _seeded(build_t5), inputs, ["logits"], _T5_CONFIG, attention,
+                                   _seeded(build_t5), inputs, ["logits"], t5_config, attention,
                                    "full seq2seq forward, fixed encoder and decoder lengths"))
 
         def build_whisper_encoder(attention=attention) -> torch.nn.Module:
-            model = _hf("WhisperForConditionalGeneration", "WhisperConfig", _WHISPER_CONFIG,
+            model = _hf("WhisperForConditionalGeneration", "WhisperConfig", whisper_config,
                         attention)
             return _Outputs(model.model.encoder, ["input_features"], ["last_hidden_state"])
 
-        frames = 2 * _WHISPER_CONFIG["max_source_positions"]
+        frames = 2 * whisper.max_source_positions
         specs.append(ModelSpec(
             f"hf_whisper_encoder_{attention}", "transformers",
             "WhisperForConditionalGeneration.model.encoder", _seeded(build_whisper_encoder),
-            [InputSpec("input_features", (BATCH, _WHISPER_CONFIG["num_mel_bins"], frames),
+            [InputSpec("input_features", (sizes.batch, whisper.num_mel_bins, frames),
                        "float32", "float")],
-            ["last_hidden_state"], _WHISPER_CONFIG, attention))
+            ["last_hidden_state"], whisper_config, attention))
 
         def build_whisper_decoder(attention=attention) -> torch.nn.Module:
             return _WhisperDecoderStep(_hf("WhisperForConditionalGeneration", "WhisperConfig",
-                                           _WHISPER_CONFIG, attention))
+                                           whisper_config, attention))
 
         specs.append(ModelSpec(
             f"hf_whisper_decoder_{attention}", "transformers",
             "WhisperForConditionalGeneration decoder + proj_out", _seeded(build_whisper_decoder),
-            [InputSpec("decoder_input_ids", (BATCH, WHISPER_DECODER_SEQ), "int64", "ids", VOCAB),
+            [InputSpec("decoder_input_ids", (sizes.batch, WHISPER_DECODER_SEQ), "int64", "ids",
+                       sizes.ids),
              InputSpec("encoder_hidden_states",
-                       (BATCH, _WHISPER_CONFIG["max_source_positions"],
-                        _WHISPER_CONFIG["d_model"]), "float32", "float")],
-            ["logits"], _WHISPER_CONFIG, attention, "one decoder pass without a cache"))
+                       (sizes.batch, whisper.max_source_positions, whisper.d_model), "float32",
+                       "float")],
+            ["logits"], whisper_config, attention, "one decoder pass without a cache"))
 
         def build_vit(attention=attention) -> torch.nn.Module:
-            return _Outputs(_hf("ViTForImageClassification", "ViTConfig", _VIT_CONFIG, attention),
+            return _Outputs(_hf("ViTForImageClassification", "ViTConfig", vit_config, attention),
                             ["pixel_values"], ["logits"])
 
         specs.append(ModelSpec(f"hf_vit_{attention}", "transformers",
-                               "ViTForImageClassification", _seeded(build_vit), _image(),
-                               ["logits"], _VIT_CONFIG, attention))
+                               "ViTForImageClassification", _seeded(build_vit), _image(sizes),
+                               ["logits"], vit_config, attention))
     return specs
 
 
-def all_specs() -> list[ModelSpec]:
-    """Every model the script exports, torchvision ones first."""
-    specs = [ModelSpec(name, "torchvision", arch, _seeded(build), _image("input"), ["logits"])
-             for name, arch, build in TORCHVISION]
-    return specs + transformers_specs()
+def _full_torchvision(name: str) -> Callable[[], torch.nn.Module]:
+    def build() -> torch.nn.Module:
+        import torchvision
+
+        return getattr(torchvision.models, FULL_TORCHVISION[name][0])(weights=None)
+
+    return build
+
+
+def all_specs(full: bool = False) -> list[ModelSpec]:
+    """Every model the script exports, torchvision ones first; ``full``: at real sizes."""
+    sizes = FULL if full else SMALL
+    specs = []
+    for name, arch, build in TORCHVISION:
+        if full:
+            arch, build = FULL_TORCHVISION[name][1], _full_torchvision(name)
+        specs.append(ModelSpec(name, "torchvision", arch, _seeded(build), _image(sizes, "input"),
+                               ["logits"]))
+    return specs + transformers_specs(sizes, full)
 
 
 # -- export and check ------------------------------------------------------------------------
@@ -614,10 +686,12 @@ def _short(exc: BaseException) -> str:
     return " | ".join(lines[:3])[:500]
 
 
-def make(spec: ModelSpec, exporter: str, opset: int) -> dict[str, Any]:
-    """Export one model with one exporter; the manifest entry (``error`` set on failure)."""
+def make(spec: ModelSpec, exporter: str, opset: int, out: Path = HERE,
+         max_bytes: int | None = MAX_BYTES) -> dict[str, Any]:
+    """Export one model with one exporter into ``out``; the manifest entry (``error`` set on
+    failure, or when the file has ``max_bytes`` or more)."""
     file = f"{spec.name}.{exporter}{opset}.onnx"
-    path = HERE / file
+    path = out / file
     entry: dict[str, Any] = {
         "file": file, "name": spec.name, "source": spec.source, "arch": spec.arch,
         "exporter": exporter, "opset": opset, "attention": spec.attention,
@@ -651,7 +725,7 @@ def make(spec: ModelSpec, exporter: str, opset: int) -> dict[str, Any]:
         "ort_vs_torch_max_abs_error": max(errors), "output_max_abs": max(scales),
         "seconds": round(time.perf_counter() - start, 2),
     })
-    if size >= MAX_BYTES:
+    if max_bytes is not None and size >= max_bytes:
         path.unlink()
         entry["error"] = f"file of {size} bytes, over the 1 MB limit: make the config smaller"
     elif max(e / max(s, 1e-6) for e, s in zip(errors, scales, strict=True)) > 1e-3:
@@ -679,34 +753,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="regex: export only the models it matches")
     parser.add_argument("--traceback", action="store_true",
                         help="print failing exports' tracebacks")
+    parser.add_argument("--size", choices=("small", "full"), default="small",
+                        help="small: the committed test models; full: real sizes (needs --out)")
+    parser.add_argument("--out", type=Path, help="folder for --size full (never the repo's)")
     args = parser.parse_args(argv)
+    full = args.size == "full"
+    if full and args.out is None:
+        parser.error("--size full needs --out DIR: full-size models are not committed")
+    out = args.out.resolve() if full else HERE
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / MANIFEST.name
     torch.set_num_threads(1)
     torch.onnx.register_custom_op_symbolic("aten::diff", _diff_symbolic, 9)
     torch.onnx.register_custom_op_symbolic("aten::cumsum", _cumsum_symbolic, 11)
     pattern = re.compile(args.only) if args.only else None
-    old: dict[str, Any] = json.loads(MANIFEST.read_text()) if MANIFEST.is_file() else {}
+    old: dict[str, Any] = (json.loads(manifest_path.read_text()) if manifest_path.is_file()
+                           else {})
     entries = {(e["name"], e["exporter"]): e for e in old.get("models", []) + old.get("failed", [])}
     made = 0
-    for spec in all_specs():
+    for spec in all_specs(full):
         if pattern is not None and not pattern.search(spec.name):
             continue
         for exporter, opset in EXPORTERS:
-            entry = make(spec, exporter, opset)
+            entry = make(spec, exporter, opset, out, None if full else MAX_BYTES)
             entries[(spec.name, exporter)] = entry
             made += 1
             status = entry.get("error") or f"{entry['bytes']} bytes, {entry['nodes']} nodes"
             print(f"{entry['file']}: {status}", flush=True)
-    order = {(s.name, e): i for i, (s, e) in enumerate((s, e) for s in all_specs()
+    order = {(s.name, e): i for i, (s, e) in enumerate((s, e) for s in all_specs(full)
                                                         for e, _ in EXPORTERS)}
     ordered = sorted(entries.values(), key=lambda e: order.get((e["name"], e["exporter"]), 1 << 30))
     manifest = {
-        "about": "Test models of irpass-onnx, made by make_models.py; see its docstring.",
+        "about": ("Full-size models for the benchmarks, made by make_models.py --size full"
+                  if full else "Test models of irpass-onnx, made by make_models.py; see its "
+                  "docstring."),
         "versions": _versions(),
         "models": [e for e in ordered if "error" not in e],
         "failed": [e for e in ordered if "error" in e],
     }
-    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{made} export(s); {len(manifest['models'])} model(s) in {MANIFEST.name}, "
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{made} export(s); {len(manifest['models'])} model(s) in {manifest_path}, "
           f"{len(manifest['failed'])} failed export(s)")
     return 0
 

@@ -99,3 +99,43 @@ def test_a_node_string_that_is_not_utf8_is_found_after_every_other_node_field():
     bad = type(model).FromString(data)
     with pytest.raises(OnnxImportError, match=r"node 1: its name is not valid UTF-8"):
         from_onnx(bad)
+
+
+def test_weights_pass_from_the_read_model_to_the_export_without_copies():
+    """A weight the passes leave alone stays a view of the loaded model's bytes from import
+    to export; one they change (here negated by FoldConstant) is written from its new data."""
+    from irpass.transform import PassContext, default_pipeline
+    from irpass_onnx import to_onnx
+    from irpass_onnx.export.writer import _raw_data
+
+    w = rand(4, 3)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Neg", ["v"], ["nv"]),
+             helper.make_node("Add", ["h", "nv"], ["y"])]
+    model = make_model(nodes, {"x": rand(2, 4)}, {"y": TensorProto.FLOAT}, 17,
+                       {"w": w, "v": rand(3)})
+    mod = from_onnx(model)
+    weight = next(c for c in _constants(mod) if c.data.shape == (4, 3))
+    raw = model.graph.initializer[0].raw_data
+    assert weight.data.tobytes() == raw
+    root = weight.data.base
+    while isinstance(root, np.ndarray):
+        root = root.base
+    assert type(root) is bytes  # a view of the bytes read from the model, not a copy
+    assert _raw_data(weight.data, TensorProto.FLOAT) is root  # and written back as they are
+    part = weight.data[1:]
+    assert _raw_data(part, TensorProto.FLOAT) == part.tobytes()  # a part of them is copied
+    with PassContext(opt_level=3):
+        out = to_onnx(default_pipeline(3)(mod))
+    written = [numpy_helper.to_array(t) for t in out.graph.initializer]
+    v = numpy_helper.to_array(model.graph.initializer[1])
+    assert any(a.shape == (3,) and np.array_equal(a, -v) for a in written)
+    assert any(a.shape == (4, 3) and np.array_equal(a, w) for a in written)
+
+
+def _constants(mod):
+    from irpass.ir import post_order_visit
+
+    found: list[Constant] = []
+    post_order_visit(mod["main"], lambda n: found.append(n) if isinstance(n, Constant) else None)
+    return found

@@ -73,6 +73,21 @@ def _is_owned(storage: np.ndarray) -> bool:
     return ref is not None and ref() is storage
 
 
+def _views_bytes(data: np.ndarray) -> bool:
+    """Whether ``data`` is a read-only, C-contiguous, native-order view of a ``bytes`` object.
+
+    Such an array can never change (the bytes cannot, and numpy refuses to make a view of
+    them writable), so a constant can hold it without a copy: that is how an importer's
+    weights, read with ``np.frombuffer`` from the model file's bytes, become constants.
+    """
+    if data.flags.writeable or not data.flags.c_contiguous or not data.dtype.isnative:
+        return False
+    root = data.base
+    while isinstance(root, np.ndarray):
+        root = root.base
+    return type(root) is bytes
+
+
 # At most this many references to an array passed to Constant._own: the caller's
 # variable, the parameter and sys.getrefcount's own argument. More means someone
 # else holds it (and could make it writable again): it is copied instead.
@@ -186,7 +201,9 @@ class Constant(Expr):
     The node keeps a private copy of the array it is given (its owner can no
     longer change the constant), exposed as a read-only view, which numpy will
     not make writable again. Building a constant from another constant's
-    ``data`` shares the storage instead of copying. An array whose strides are
+    ``data``, or from a read-only array viewing a ``bytes`` object (what
+    ``np.frombuffer`` gives for a file's bytes), shares the storage instead of
+    copying: neither can change. An array whose strides are
     all zero -- one value repeated, as ``np.broadcast_to(value, shape)`` makes
     -- stays that way: the node copies the one element and broadcasts it, so a
     filled weight costs no memory until something computes with it.
@@ -206,7 +223,9 @@ class Constant(Expr):
                 f"expected one of {sorted(SUPPORTED_DTYPES)}"
             )
         base = data.base
-        if base is None or not _is_owned(base) or not data.flags.c_contiguous:
+        if (base is None or not _is_owned(base) or not data.flags.c_contiguous) and not (
+            base is not None and _views_bytes(data)
+        ):
             # Byte order is storage, not value: keep one (native) representation.
             dtype = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
             repeated = data.size > 1 and not any(data.strides)
