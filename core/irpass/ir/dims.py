@@ -2,7 +2,7 @@
 
 A dim is either a plain Python ``int`` (a static dim: static shapes keep using
 ints and never touch this module) or a :class:`DimExpr`, a symbolic integer
-expression over size variables (``n``, ``seq``, ``n * 4``, ``(seq + 1) // 2``,
+expression over size variables (``n``, ``seq``, ``n * 4``, ``(seq + 1) floordiv 2``,
 ``min(n, 8)``), as TVM Relax's ``PrimExpr`` shapes are.
 
 Every ``DimExpr`` is kept in canonical form: a sum of products with integer
@@ -71,8 +71,9 @@ _VAR, _FLOORDIV, _MOD, _MIN, _MAX = range(5)
 _PROVE_DEPTH = 3
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Names parse_dim reads as function calls, so they cannot name size variables.
-_RESERVED = frozenset({"min", "max"})
+# Names parse_dim reads as function calls or operators, so they cannot name size variables.
+_CALLS = frozenset({"min", "max"})
+_RESERVED = _CALLS | {"floordiv", "mod"}
 
 
 class _Atom:
@@ -502,11 +503,12 @@ def _atom_expr(kind: int, arg: DimExpr | None, c: int, args: tuple[Dim, ...]) ->
 
 def _divisor(a: Any, b: Any, op: str) -> int:
     """The checked constant divisor of ``a op b``: a positive int, else ``ValueError``."""
+    text = f"({a})" if " " in str(a) else str(a)
     if b.__class__ is int:
         c: int | None = b
     elif isinstance(b, DimExpr):
         raise ValueError(
-            f"cannot compute {a} {op} {b}: dims divide only by positive int constants, "
+            f"cannot compute {text} {op} {b}: dims divide only by positive int constants, "
             f"and {b} is symbolic"
         )
     else:
@@ -514,7 +516,9 @@ def _divisor(a: Any, b: Any, op: str) -> int:
         if c is None:
             raise TypeError(f"dim {op} needs an int divisor, got {type(b).__name__} {b!r}")
     if c <= 0:
-        raise ValueError(f"cannot compute {a} {op} {b}: dims divide only by positive int constants")
+        raise ValueError(
+            f"cannot compute {text} {op} {b}: dims divide only by positive int constants"
+        )
     return c
 
 
@@ -555,7 +559,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
 
     ``ValueError`` naming the expression when ``b`` is symbolic or not positive.
     """
-    c = _divisor(a, b, "//")
+    c = _divisor(a, b, "floordiv")
     if a.__class__ is int:
         return a // c  # type: ignore[operator]
     if not isinstance(a, DimExpr):
@@ -605,7 +609,7 @@ def floormod(a: Dim, b: Dim) -> Dim:
 
     ``ValueError`` naming the expression when ``b`` is symbolic or not positive.
     """
-    c = _divisor(a, b, "%")
+    c = _divisor(a, b, "mod")
     if a.__class__ is int:
         return a % c  # type: ignore[operator]
     if not isinstance(a, DimExpr):
@@ -1149,7 +1153,7 @@ def _str_mono(mono: _Mono, lead_minus: bool) -> str:
     pieces: list[str] = []
     for atom, p in mono.factors:
         text = _str_atom(atom)
-        # x // c and x % c are left-associative operators at the level of *: after
+        # x floordiv c and x mod c are left-associative operators at the level of *: after
         # another factor or a unary minus they need parentheses.
         binary = atom.kind == _FLOORDIV or atom.kind == _MOD
         for _ in range(p):
@@ -1169,17 +1173,19 @@ def _str_atom(atom: _Atom) -> str:
         text = _str_expr(arg)  # type: ignore[arg-type]
         if arg._const or len(arg._terms) > 1 or arg._terms[0][1] < 0:  # type: ignore[union-attr]
             text = f"({text})"
-        return f"{text} {'//' if kind == _FLOORDIV else '%'} {atom.c}"
+        return f"{text} {'floordiv' if kind == _FLOORDIV else 'mod'} {atom.c}"
     name = "min" if kind == _MIN else "max"
     return f"{name}({', '.join(map(str, atom.args))})"
 
 
-_TOKEN_RE = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*%(),]))")
+_TOKEN_RE = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|([-+*(),]))")
 
 
 def parse_dim(text: str) -> Dim:
-    """Parse a dim as :func:`str` prints it: ints, size-variable names, ``+ - * // %``,
-    parentheses, ``min(...)`` and ``max(...)``, with Python's precedence.
+    """Parse a dim as :func:`str` prints it: ints, size-variable names, ``+ - *``, the infix
+    keywords ``floordiv`` and ``mod`` (MLIR affine expressions' spelling: the text format
+    keeps ``//`` for comments and ``%`` for variables), parentheses, ``min(...)`` and
+    ``max(...)``; ``floordiv`` and ``mod`` bind like ``*``, as ``//`` and ``%`` in Python.
 
     ``parse_dim(str(d)) == d`` for every dim. ``ValueError`` naming the (1-based)
     column of a bad character or unexpected token.
@@ -1210,7 +1216,7 @@ def parse_dim(text: str) -> Dim:
 
 class _Parser:
     """Recursive descent over the tokens: sum := term (('+'|'-') term)*,
-    term := unary (('*'|'//'|'%') unary)*, unary := ('-'|'+') unary | atom."""
+    term := unary (('*'|'floordiv'|'mod') unary)*, unary := ('-'|'+') unary | atom."""
 
     def __init__(self, text: str, tokens: list[tuple[str, str, int]]) -> None:
         self.text = text
@@ -1252,12 +1258,13 @@ class _Parser:
             if tok == "*":
                 self.i += 1
                 value = value * self.unary()  # type: ignore[operator]
-            elif tok == "//" or tok == "%":
+            elif (tok == "floordiv" or tok == "mod") and self.tokens[self.i][0] == "name":
                 self.i += 1
                 col = self.tokens[self.i][2]
                 divisor = self.unary()
                 try:
-                    value = floordiv(value, divisor) if tok == "//" else floormod(value, divisor)
+                    divide = floordiv if tok == "floordiv" else floormod
+                    value = divide(value, divisor)
                 except ValueError as exc:
                     raise ValueError(f"{exc} (at column {col} in dim {self.text!r})") from None
             else:
@@ -1279,7 +1286,7 @@ class _Parser:
             self.i += 1
             return int(tok)
         if kind == "name":
-            if tok in _RESERVED:
+            if tok in _CALLS:
                 self.i += 1
                 if self.tokens[self.i][1] != "(":
                     raise self.error(f"'(' after {tok}")

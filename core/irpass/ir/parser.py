@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import ParseError
+from .dims import Dim, parse_dim
 from .expr import Expr
 from .gcpause import gc_paused
 from .lexer import EOF, Tokens, describe_token, error_at
@@ -95,6 +96,7 @@ _MAX_NESTING = 100
 # numpy's limit on an array's byte size (and on each dimension).
 _MAX_BYTES = 2**63 - 1
 _MISSING = object()
+_DIM_ENDS = frozenset({",", ")"})  # the tokens that end a dim of a shape
 _T = TypeVar("_T")
 
 # A parse step that needs a sub-expression yields a generator for it; the
@@ -554,19 +556,17 @@ class _Parser:
             f"fn (T1, ...) -> T), got {describe_token(tok)}{hint}"
         )
 
-    def _shape(self, context: str) -> tuple[int, ...]:
+    def _shape(self, context: str) -> tuple[Dim, ...]:
         toks = self.toks
         self.expect("(", f"to open the shape {context}")
-        dims = []
+        dims: list[Dim] = []
         while toks[self.i] != ")":
             tok = toks[self.i]
-            if not tok.isdigit():
-                raise self.error(
-                    f"expected a dimension (a non-negative integer) in the shape {context}, got "
-                    f"{describe_token(tok)}"
-                )
-            dims.append(int(tok))
-            self.i += 1
+            if tok.isdigit() and toks[self.i + 1] in _DIM_ENDS:
+                dims.append(int(tok))
+                self.i += 1
+            else:
+                dims.append(self._symbolic_dim(context))
             if toks[self.i] == ",":
                 self.i += 1
             elif toks[self.i] != ")":
@@ -574,6 +574,33 @@ class _Parser:
                                  f"{describe_token(toks[self.i])}")
         self.i += 1
         return tuple(dims)
+
+    def _symbolic_dim(self, context: str) -> Dim:
+        """A dim that is an expression (``n``, ``seq * 4``, ``(h + 1) floordiv 2``): the
+        tokens up to the ``,`` or ``)`` that ends it, read by :func:`~irpass.ir.dims.parse_dim`.
+        """
+        toks = self.toks
+        start = self.i
+        depth = 0
+        while True:
+            tok = toks[self.i]
+            if tok == EOF or (depth == 0 and tok in _DIM_ENDS):
+                break
+            depth += (tok == "(") - (tok == ")")
+            self.i += 1
+        expected = (f"expected a dimension (a non-negative integer or a size expression such "
+                    f"as n or n * 4) in the shape {context}")
+        if self.i == start:
+            raise self.error(f"{expected}, got {describe_token(toks[start])}")
+        text = " ".join(toks[start:self.i])
+        try:
+            dim = parse_dim(text)
+        except ValueError as err:
+            raise self.error(f"{expected}, got {text!r} ({err})", start) from None
+        if type(dim) is int and dim < 0:
+            raise self.error(f"dimension {text!r} in the shape {context} is negative ({dim})",
+                             start)
+        return dim
 
     def _dtype(self) -> str:
         tok = self.toks[self.i]

@@ -10,6 +10,9 @@ same values everywhere, with these rules (those of TVM's ``StructuralEqual``):
   annotations must be equal; afterwards a use of a var is equal only to a use
   of the var it was matched with. The matching is one-to-one and holds for the
   whole comparison. Names of ``Var`` never matter.
+* Size variables in types (the ``n`` of ``Tensor[(n, 4), float32]``) compare
+  up to renaming too, matched one to one on first encounter for the whole
+  comparison: ``fn (%x: Tensor[(n, 4)])`` equals ``fn (%x: Tensor[(m, 4)])``.
 * Free variables are equal only when they are the same object, unless
   ``map_free_vars=True``: then they are matched on first encounter like bound
   variables.
@@ -28,7 +31,8 @@ with Python's hash of tuples of ints, which (unlike the hash of ``str``) is not
 salted: it is the same on every 64-bit CPython since 3.8. A bound var hashes
 as the position of its binding site in a traversal order fixed by the
 program's structure; a free var by its name and type, or with
-``map_free_vars`` by the order of its first appearance.
+``map_free_vars`` by the order of its first appearance. A symbolic dim hashes
+as "symbolic", whatever its expression, so renamed size variables hash alike.
 
 Both functions use an explicit work stack, never recursion, so programs a
 million nodes deep are fine; every node of a DAG is processed once.
@@ -43,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from .attrs import EMPTY_ATTRS, Attrs
+from .dims import DimExpr, SizeVar, free_vars, substitute
 from .expr import Expr
 from .gcpause import gc_paused
 from .module import IRModule
@@ -328,6 +333,9 @@ class _Comparer:
         self.explain = explain
         self.lmap: dict[Var, Var] = {}
         self.rmap: dict[Var, Var] = {}
+        # size variables matched so far, by name (lhs -> rhs and back)
+        self.size_lmap: dict[str, str] = {}
+        self.size_rmap: dict[str, str] = {}
         # lhs node -> the rhs node it was matched with first; further partners of the same
         # lhs node (a DAG compared with a tree) go to `seen_extra`.
         self.seen: dict[Expr, Expr] = {}
@@ -372,11 +380,50 @@ class _Comparer:
     def _fail_diff(self, item: _Item, d: _Diff) -> _Mismatch:
         return self._fail(item, *d)
 
+    # -- types -------------------------------------------------------------------------------
+    def _types_equal(self, a: Type | None, b: Type | None) -> bool:
+        """Whether two types are equal up to the renaming of size variables."""
+        if a is b or a == b:
+            return True
+        ta = type(a)
+        if ta is not type(b):
+            return False
+        if ta is TensorType:
+            return (a.dtype == b.dtype and len(a.shape) == len(b.shape)
+                    and all(self._dims_equal(x, y) for x, y in zip(a.shape, b.shape, strict=True)))
+        if ta is TupleType:
+            return len(a.fields) == len(b.fields) and all(
+                self._types_equal(x, y) for x, y in zip(a.fields, b.fields, strict=True))
+        if ta is FuncType:
+            return len(a.arg_types) == len(b.arg_types) and all(
+                self._types_equal(x, y) for x, y in zip(a.arg_types, b.arg_types, strict=True)
+            ) and self._types_equal(a.ret_type, b.ret_type)
+        return False
+
+    def _dims_equal(self, a: Any, b: Any) -> bool:
+        if type(a) is int or type(b) is int:
+            return a == b
+        lmap, rmap = self.size_lmap, self.size_rmap
+        if isinstance(a, SizeVar) and isinstance(b, SizeVar):
+            partner = lmap.get(a.name)
+            if partner is None and b.name not in rmap:
+                lmap[a.name] = b.name
+                rmap[b.name] = a.name
+                return True
+            return partner == b.name
+        if not isinstance(a, DimExpr) or not isinstance(b, DimExpr):
+            return False
+        # an expression equals another once its variables are renamed as matched so far
+        names = free_vars(a)
+        if any(v not in lmap for v in names):
+            return False
+        return substitute(a, {v: SizeVar(lmap[v]) for v in names}) == b
+
     # -- variables ---------------------------------------------------------------------------
     def _bind(self, item: _Item, label: str, lv: Var, rv: Var) -> None:
         """Match the vars of a binding site (``label`` names it within ``item``'s node)."""
         lt, rt = lv.type_annotation, rv.type_annotation
-        if lt is not rt and lt != rt:
+        if lt is not rt and not self._types_equal(lt, rt):
             raise self._fail(
                 item,
                 f"{label}.type_annotation",
@@ -435,7 +482,7 @@ class _Comparer:
                     f"free var {_describe_var(rv)}{same_name}; free vars are equal only if "
                     "they are the same object (or with map_free_vars=True)",
                 )
-            if lv.type_annotation != rv.type_annotation:
+            if not self._types_equal(lv.type_annotation, rv.type_annotation):
                 raise self._fail(
                     item,
                     ".type_annotation",
@@ -534,7 +581,7 @@ class _Comparer:
                 rv = rhs.var
                 lt = lv.type_annotation
                 rt = rv.type_annotation
-                if lv not in lmap and rv not in rmap and (lt is rt or lt == rt):
+                if lv not in lmap and rv not in rmap and (lt is rt or self._types_equal(lt, rt)):
                     lmap[lv] = rv
                     rmap[rv] = lv
                 else:
@@ -563,7 +610,7 @@ class _Comparer:
                     raise fail(item, ".params", f"{len(lp)} params", f"{len(rp)} params")
                 for i, (lv, rv) in enumerate(zip(lp, rp, strict=True)):
                     self._bind(item, f".params[{i}]", lv, rv)
-                if lhs.ret_type != rhs.ret_type:
+                if not self._types_equal(lhs.ret_type, rhs.ret_type):
                     raise fail(item, ".ret_type", _describe(lhs.ret_type), _describe(rhs.ret_type))
                 if not _attrs_equal(lhs.attrs, rhs.attrs):
                     raise self._fail_diff(item, _diff(lhs.attrs, rhs.attrs, ".attrs"))
@@ -623,6 +670,7 @@ _T_GETITEM = _tag("TupleGetItem")
 _T_LET = _tag("Let")
 _T_IF = _tag("If")
 _T_FUNC = _tag("Function")
+_T_SYMBOLIC_DIM = _tag("SymbolicDim")
 _EMPTY_ATTRS_HASH = hash((_T_MAP, 0))
 
 _LEAVES = frozenset({Var, Constant, Op, GlobalVar})
@@ -631,7 +679,10 @@ _LEAVES = frozenset({Var, Constant, Op, GlobalVar})
 def _type_hash(ty: Type | None) -> int:
     t = type(ty)
     if t is TensorType:
-        return hash((_T_TENSOR_TYPE, _str_hash(ty.dtype), len(ty.shape), *ty.shape))
+        shape = ty.shape
+        if not ty.is_static:
+            shape = tuple(d if type(d) is int else _T_SYMBOLIC_DIM for d in shape)
+        return hash((_T_TENSOR_TYPE, _str_hash(ty.dtype), len(shape), *shape))
     if ty is None:
         return _T_NONE
     if t is TupleType:

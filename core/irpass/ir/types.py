@@ -2,7 +2,9 @@
 
 Types are plain values: two types with the same fields are equal and hash the
 same, so they can be compared with ``==`` and used as dictionary keys.
-Shapes are static (a tuple of non-negative ints).
+A shape is a tuple of dims: non-negative ints, or symbolic expressions over size
+variables (:class:`~irpass.ir.dims.DimExpr`, e.g. ``n`` or ``seq * 4``) where a
+size is only known at run time.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .dims import DimExpr
 
 __all__ = [
     "Type",
@@ -177,7 +181,13 @@ class Type:
 
 @dataclass(frozen=True, slots=True)
 class TensorType(Type):
-    """A tensor with a static ``shape`` and an element ``dtype``."""
+    """A tensor of ``shape`` with elements of ``dtype``.
+
+    Each dim is a non-negative ``int`` or a symbolic
+    :class:`~irpass.ir.dims.DimExpr` (``Tensor[(n, 128), float32]``): a size
+    known only at run time, as TVM Relax's ``R.Tensor(("n", 128))``. Static
+    shapes are plain ints throughout; :attr:`is_static` tells them apart.
+    """
 
     shape: tuple[int, ...]
     dtype: str = "float32"
@@ -201,11 +211,17 @@ class TensorType(Type):
         except TypeError:
             raise TypeError(f"TensorType.shape must be a sequence of ints, got {shape!r}") from None
         for i, d in enumerate(dims):
+            if isinstance(d, DimExpr):
+                continue
             if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-                raise TypeError(f"TensorType.shape[{i}] must be an int, got {d!r}")
+                raise TypeError(
+                    f"TensorType.shape[{i}] must be an int or a symbolic dim, got {d!r}"
+                )
             if d < 0:
                 raise ValueError(f"TensorType.shape[{i}] must be >= 0, got {d}")
-        object.__setattr__(self, "shape", tuple(int(d) for d in dims))
+        object.__setattr__(
+            self, "shape", tuple(d if isinstance(d, DimExpr) else int(d) for d in dims)
+        )
         object.__setattr__(self, "dtype", normalize_dtype(self.dtype, "TensorType.dtype"))
 
     @property
@@ -214,8 +230,13 @@ class TensorType(Type):
         return len(self.shape)
 
     @property
-    def size(self) -> int:
-        """Number of elements."""
+    def is_static(self) -> bool:
+        """Whether every dim is a plain int."""
+        return all(type(d) is int for d in self.shape)
+
+    @property
+    def size(self) -> int | DimExpr:
+        """Number of elements (symbolic when a dim is)."""
         n = 1
         for d in self.shape:
             n *= d
