@@ -67,3 +67,20 @@ def test_structural_equality_renames_size_variables_one_to_one():
     assert not structural_equal(base, parse(_fn("k, k * 4", "k,")))  # two vars become one
     assert not structural_equal(base, parse(_fn("k, k * 3", "q,")))
     assert not structural_equal(base, parse(_fn("k, 4", "q,")))  # a symbol is not an int
+
+
+def test_symbolic_attribute_values_round_trip_through_the_text_format():
+    from irpass.ir import Attrs
+    from irpass.ir.parser import parse_expr
+
+    # an op-less function attr keeps any attribute value, so the parser is what is tested
+    values = [n, n * 4 - 1, floordiv(seq + 1, 2), -n + 9]
+    for value in values:
+        attrs = Attrs({"shape": (value, -1, 2.5, "s", None)})
+        from irpass.ir.literals import format_attr_value
+
+        text = format_attr_value(attrs["shape"])
+        fn = parse_expr(f"fn (%x: Tensor[(2,), float32], shape={text}) {{ %x }}")
+        assert fn.attrs["shape"] == (value, -1, 2.5, "s", None), text
+    nested = parse_expr("fn (%x: Tensor[(2,), float32], a=[(1, 2), (n + 1) floordiv 2]) { %x }")
+    assert nested.attrs["a"] == ((1, 2), floordiv(n + 1, 2))

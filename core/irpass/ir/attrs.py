@@ -1,7 +1,9 @@
 """Immutable attribute mappings for calls and functions.
 
 ``Attrs`` is a read-only mapping from names to plain values: ``None``, bools,
-ints, floats, strings, and (nested) tuples of those. Lists are stored as
+ints, floats, strings, symbolic dims (:class:`~irpass.ir.dims.DimExpr`, in
+shape-like attributes such as ``reshape``'s ``newshape=[n, -1]``), and (nested)
+tuples of those. Lists are stored as
 tuples and numpy scalars as Python scalars, so two ``Attrs`` built from equal
 values are equal and hash the same. Values are also readable as attributes
 (``call.attrs.axis``), as in TVM.
@@ -13,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
+
+from .dims import DimExpr
 
 __all__ = ["Attrs", "normalize_attr_value"]
 
@@ -37,8 +41,11 @@ def normalize_attr_value(value: Any, field: str) -> Any:
         return tuple(normalize_attr_value(v, f"{field}[{i}]") for i, v in enumerate(value))
     if isinstance(value, np.ndarray) and value.ndim <= 1:
         return normalize_attr_value(value.tolist(), field)
+    if isinstance(value, DimExpr):
+        return value
     raise TypeError(
-        f"attribute {field} must be None, bool, int, float, str or a tuple of those, "
+        f"attribute {field} must be None, bool, int, float, str, a symbolic dim or a tuple of "
+        "those, "
         f"got {type(value).__name__} {value!r}"
     )
 

@@ -71,9 +71,10 @@ _VAR, _FLOORDIV, _MOD, _MIN, _MAX = range(5)
 _PROVE_DEPTH = 3
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Names parse_dim reads as function calls or operators, so they cannot name size variables.
+# Names parse_dim reads as function calls or operators, and names the text format reads as
+# other attribute values: none can name a size variable.
 _CALLS = frozenset({"min", "max"})
-_RESERVED = _CALLS | {"floordiv", "mod"}
+_RESERVED = _CALLS | {"floordiv", "mod", "inf", "nan", "True", "False", "None"}
 
 
 class _Atom:
@@ -341,7 +342,8 @@ class SizeVar(DimExpr):
             return var
         if not isinstance(name, str) or not _NAME_RE.match(name) or name in _RESERVED:
             raise ValueError(
-                f"size variable name must be an ASCII identifier other than min/max, got {name!r}"
+                "size variable name must be an ASCII identifier other than "
+                f"{', '.join(sorted(_RESERVED))}, got {name!r}"
             )
         atom = _Atom(_VAR)
         atom.name = name

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .dims import DimExpr
 from .types import DTYPE_KINDS, numpy_dtype
 
 __all__ = [
@@ -94,6 +95,8 @@ def format_attr_value(value: Any) -> str:
         return quote(value)
     if isinstance(value, tuple):
         return "[" + ", ".join(format_attr_value(v) for v in value) + "]"
+    if isinstance(value, DimExpr):
+        return str(value)
     raise TypeError(f"cannot print attribute value {value!r}")
 
 

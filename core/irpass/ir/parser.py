@@ -97,6 +97,8 @@ _MAX_NESTING = 100
 _MAX_BYTES = 2**63 - 1
 _MISSING = object()
 _DIM_ENDS = frozenset({",", ")"})  # the tokens that end a dim of a shape
+_ATTR_DIM_ENDS = frozenset({",", ")", "]"})  # ... and a dim in an attribute value
+_DIM_OPERATORS = frozenset({"*", "+", "-", "floordiv", "mod"})
 _T = TypeVar("_T")
 
 # A parse step that needs a sub-expression yields a generator for it; the
@@ -618,7 +620,7 @@ class _Parser:
         stack: list[tuple[list, str]] = []
         while True:
             tok = toks[self.i]
-            if tok == "[" or tok == "(":
+            if (tok == "[" or tok == "(") and not (tok == "(" and self._dim_in_parens()):
                 self.i += 1
                 close = "]" if tok == "[" else ")"
                 if toks[self.i] != close:
@@ -712,6 +714,8 @@ class _Parser:
         if tok in ("True", "False", "None"):
             self.i += 1
             return {"True": True, "False": False, "None": None}[tok]
+        if tok == "-" or (tok == "(" and self._dim_in_parens()):
+            return self._attr_dim()  # -n + 9, (n + 1) floordiv 2
         if _is_number(tok):
             try:
                 value, dtype = parse_number(tok)
@@ -722,10 +726,44 @@ class _Parser:
                                  f"{tok[: -len(_suffix(tok))]} instead of {tok}")
             self.i += 1
             return value
+        if _is_ident(tok):
+            return self._attr_dim()
         raise self.error(
-            "expected an attribute value (a number, a string, True, False, None or a [list]), "
-            f"got {describe_token(tok)}"
+            "expected an attribute value (a number, a string, True, False, None, a size "
+            f"expression or a [list]), got {describe_token(tok)}"
         )
+
+    def _dim_in_parens(self) -> bool:
+        """Whether the ``(`` at the cursor opens a size expression (``(n + 1) floordiv 2``)
+        rather than a list: its ``)`` is followed by an operator of one."""
+        toks = self.toks
+        depth = 0
+        j = self.i
+        while toks[j] != EOF:
+            depth += (toks[j] == "(") - (toks[j] == ")")
+            j += 1
+            if depth == 0:
+                return toks[j] in _DIM_OPERATORS
+        return False
+
+    def _attr_dim(self) -> Any:
+        """A symbolic dim as an attribute value: the tokens up to the ``,``, ``]`` or ``)``
+        that ends it, read by :func:`~irpass.ir.dims.parse_dim`."""
+        toks = self.toks
+        start = self.i
+        depth = 0
+        while True:
+            tok = toks[self.i]
+            if tok == EOF or (depth == 0 and tok in _ATTR_DIM_ENDS):
+                break
+            depth += (tok == "(") - (tok == ")")
+            self.i += 1
+        text = " ".join(toks[start:self.i])
+        try:
+            return parse_dim(text)
+        except ValueError as err:
+            raise self.error(f"expected an attribute value, got {text!r}, which is not a size "
+                             f"expression either ({err})", start) from None
 
     # -- atoms ------------------------------------------------------------------------
     def _atom(self) -> Expr | None:

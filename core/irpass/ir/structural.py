@@ -191,6 +191,8 @@ def _kind(value: Any) -> str:
         return "mapping"
     if isinstance(value, np.ndarray):
         return "array"
+    if isinstance(value, DimExpr):
+        return "dim"
     raise TypeError(
         f"structural comparison does not support {type(value).__name__} values ({_describe(value)})"
     )
@@ -758,6 +760,9 @@ def _plain_hash(value: Any, on_node: Callable[[Any], int] | None = None) -> int:
         return hash((_T_MAP, len(keys), *items))
     if kind == "array":
         return _array_hash(value)
+    if kind == "dim":
+        # by its text: attributes compare size variables by name
+        return hash((_T_SYMBOLIC_DIM, _str_hash(str(value))))
     return _type_hash(value)
 
 

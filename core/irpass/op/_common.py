@@ -5,6 +5,22 @@ Type relations raise ``TypeError`` (wrong kind or dtype of an argument) or
 ``ValueError`` (shapes or attribute values that do not fit) with a message
 that starts with the op name and names the argument; type inference adds
 where in the program the call is.
+
+Symbolic dims (:mod:`irpass.ir.dims`): a dim in a shape is an ``int`` or a
+``DimExpr`` such as ``n`` or ``seq * 4``, and relations compute with them by
+ordinary arithmetic (``+ - * //`` canonicalise). Comparisons are the part to
+take care of: ``==`` between dims is structural, ``<`` raises. The rules all
+relations follow, through the helpers below:
+
+* Two dims that must agree (:func:`match_dims`, :func:`broadcast_shapes`):
+  equal expressions agree; different ints are an error; otherwise the relation
+  cannot decide statically, so it assumes they agree (a static dim is kept
+  over a symbolic one, else the first) and the run time checks it: the
+  evaluator checks every op's result against its type with the size variables
+  bound (as Relax's ``match_cast``), naming the dims and the symbols.
+* A dim the op needs as a number (a conv's channels, a split point, a
+  loop bound): :func:`static_dim` gives the int or a ``ValueError`` naming
+  the op, what it needed and the symbol.
 """
 
 from __future__ import annotations
@@ -14,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.dims import Dim, DimExpr, prove_ne
 from ..ir.expr import Expr
 from ..ir.nodes import Call, Tuple, const
 from ..ir.op import (
@@ -162,25 +179,56 @@ def check_same_dtype(op: str, *named: tuple[str, TensorType]) -> str:
     return dtype
 
 
-def broadcast_shapes(op: str, *named: tuple[str, tuple[int, ...]]) -> tuple[int, ...]:
-    """numpy's broadcast of the named shapes; ``ValueError`` naming the clash."""
+def broadcast_shapes(op: str, *named: tuple[str, tuple[Dim, ...]]) -> tuple[Dim, ...]:
+    """numpy's broadcast of the named shapes; ``ValueError`` naming the clash.
+
+    With symbolic dims: ``n`` against ``1`` is ``n``, ``n`` against ``4`` is ``4``
+    (``n`` must be 1 or 4 at run time), ``n`` against ``m`` is ``n`` (``m`` must be
+    ``n`` or 1); the evaluator checks those at run time (see the module docstring).
+    """
     rank = max(len(s) for _, s in named)
     out = []
     for k in range(1, rank + 1):
-        dim = 1
+        dim: Dim = 1
         for _, s in named:
             if k <= len(s):
                 d = s[-k]
-                if d != 1:
-                    if dim not in (1, d):
+                if d != 1 and d != dim:
+                    if dim == 1:
+                        dim = d
+                    elif type(d) is int and type(dim) is int:
                         shapes = " and ".join(f"{n} {s}" for n, s in named)
                         raise ValueError(
                             f"{op}: shapes are not broadcastable: {shapes} "
                             f"(dimension {rank - k} of the result: {dim} vs {d})"
                         )
-                    dim = d
+                    elif type(d) is int:
+                        dim = d  # a static size wins: the symbolic one must be 1 or it
         out.append(dim)
     return tuple(reversed(out))
+
+
+def match_dims(op: str, what: str, a: Dim, b: Dim) -> Dim:
+    """The dim two dims that must be equal stand for (``what`` names them in the error).
+
+    Equal dims give themselves; different ints, or dims provably different (``n``
+    and ``n + 1``), a ``ValueError``; otherwise the static one (else ``a``), which
+    the run time checks (see the module docstring).
+    """
+    if a is b or a == b:
+        return a
+    if (type(a) is int and type(b) is int) or prove_ne(a, b):
+        raise ValueError(f"{op}: {what} must be equal, got {a} and {b}")
+    return a if type(a) is int or type(b) is not int else b
+
+
+def static_dim(op: str, what: str, d: Dim) -> int:
+    """``d`` as an int; ``ValueError`` naming ``what`` and the symbol when it is symbolic."""
+    if type(d) is int:
+        return d
+    if isinstance(d, DimExpr):
+        raise ValueError(f"{op}: {what} must be a static size, got the symbolic dim {d}")
+    return int(d)
 
 
 def normalize_axis(axis: int, ndim: int, op: str, what: str = "axis") -> int:
