@@ -180,7 +180,7 @@ def test_the_attrs_carry_their_op_and_pass_through_a_rebuild(scratch_op):
         ({"begin": [0, np.float32(1)], "end": [1, 1]}, TypeError,
          "strided_slice.begin[1] must be an int, got np.float32(1.0)"),
         ({"begin": "01", "end": [1, 1]}, TypeError,
-         "strided_slice.begin must be an int or a sequence of ints, got '01'"),
+         "strided_slice.begin must be an int, a symbolic dim or a sequence of those, got '01'"),
         ({"begin": [0], "end": [1], "strides": [None]}, TypeError,
          "strided_slice.strides[0] must be an int, got None"),
         ({"end": [1]}, ValueError, "op 'strided_slice' requires attribute 'begin'"),

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._lazy_plugins import ensure_plugins
 from .attrs import EMPTY_ATTRS, Attrs, _is_plain_value, normalize_attr_value
+from .dims import DimExpr
 from .expr import Expr, _set
 from .types import SUPPORTED_DTYPES, Type, normalize_dtype
 
@@ -47,6 +48,9 @@ __all__ = [
     "attr_ints",
     "attr_optional_ints",
     "attr_optional_int",
+    "attr_dim",
+    "attr_dims",
+    "attr_optional_dims",
     "attr_dtype",
     "attr_optional_dtype",
     "attr_choice",
@@ -163,6 +167,46 @@ def attr_optional_ints(value: Any, where: str) -> tuple[int, ...] | None:
     return None if value is None else attr_ints(value, where)
 
 
+def attr_dim(value: Any, where: str) -> int | DimExpr:
+    """A size or index that may be symbolic: an int or a :class:`~irpass.ir.dims.DimExpr`."""
+    if isinstance(value, DimExpr):
+        return value
+    return attr_int(value, where)
+
+
+def attr_dims(value: Any, where: str) -> tuple[int | DimExpr, ...]:
+    """A tuple of ints and symbolic dims (``newshape=[n, -1]``); a single one is a 1-tuple.
+
+    Shape-like attributes (reshape's ``newshape``, a creation op's ``shape``, a slice's
+    ``begin``/``end``) take these, as Relax's shape-taking ops take ``ShapeExpr``s; kernels
+    only ever see ints (the evaluator substitutes the bound sizes first).
+    """
+    if type(value) is tuple or type(value) is list:
+        # Plain ints (the usual case) are taken as they are, as in attr_ints.
+        if {*map(type, value)} <= _INT_ONLY:
+            return tuple(value)
+    elif isinstance(value, DimExpr):
+        return (value,)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),)
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    else:
+        raise TypeError(
+            f"{where} must be an int, a symbolic dim or a sequence of those, got {value!r}"
+        )
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{where} must be an int, a symbolic dim or a sequence of those, got {value!r}"
+        )
+    return tuple(attr_dim(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+def attr_optional_dims(value: Any, where: str) -> tuple[int | DimExpr, ...] | None:
+    """A tuple of ints and symbolic dims, or None."""
+    return None if value is None else attr_dims(value, where)
+
+
 def attr_dtype(value: Any, where: str) -> str:
     """A dtype name."""
     return normalize_dtype(value, where)
@@ -198,6 +242,10 @@ _PLAIN_CONVERTERS = (
     attr_str,
     attr_ints,
     attr_optional_ints,
+    # A tuple of ints and DimExprs is what normalize_attr_value would return for it.
+    attr_dim,
+    attr_dims,
+    attr_optional_dims,
     attr_dtype,
     attr_optional_dtype,
 )

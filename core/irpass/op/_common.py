@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.dims import Dim, DimExpr, prove_ne
+from ..ir.dims import Dim, DimExpr, prove_ge, prove_lt, prove_ne
 from ..ir.expr import Expr
 from ..ir.nodes import Call, Tuple, const
 from ..ir.op import (
@@ -229,6 +229,70 @@ def static_dim(op: str, what: str, d: Dim) -> int:
     if isinstance(d, DimExpr):
         raise ValueError(f"{op}: {what} must be a static size, got the symbolic dim {d}")
     return int(d)
+
+
+def dims_may_agree(a: Dim, b: Dim) -> bool:
+    """Whether ``a`` and ``b`` may be equal at run time: equal, or neither two
+    different ints nor provably different (the run time checks the rest)."""
+    if a is b or a == b:
+        return True
+    if type(a) is int and type(b) is int:
+        return False
+    return not prove_ne(a, b)
+
+
+def shapes_may_agree(s: Sequence[Dim], t: Sequence[Dim]) -> bool:
+    """Whether two shapes may be equal at run time (same rank, each dim :func:`dims_may_agree`)."""
+    if s == t:
+        return True
+    return len(s) == len(t) and all(dims_may_agree(a, b) for a, b in zip(s, t, strict=True))
+
+
+def match_shapes(op: str, what: str, s: Sequence[Dim], t: Sequence[Dim]) -> tuple[Dim, ...]:
+    """The shape two shapes that must be equal stand for, dim by dim as :func:`match_dims`."""
+    if s == t:
+        return tuple(s)
+    if len(s) != len(t):
+        raise ValueError(f"{op}: {what} must be equal, got {tuple(s)} and {tuple(t)}")
+    out = []
+    for a, b in zip(s, t, strict=True):
+        if a is b or a == b:
+            out.append(a)
+        elif not dims_may_agree(a, b):
+            raise ValueError(f"{op}: {what} must be equal, got {tuple(s)} and {tuple(t)}")
+        else:
+            out.append(a if type(a) is int or type(b) is not int else b)
+    return tuple(out)
+
+
+def known_gt(a: Dim, b: Dim) -> bool:
+    """Whether ``a > b`` holds for sure (ints compared, symbolic dims proven)."""
+    if type(a) is int and type(b) is int:
+        return a > b
+    return prove_lt(b, a)
+
+
+def known_ge(a: Dim, b: Dim) -> bool:
+    """Whether ``a >= b`` holds for sure (ints compared, symbolic dims proven)."""
+    if type(a) is int and type(b) is int:
+        return a >= b
+    return prove_ge(a, b)
+
+
+def shape_size(shape: Sequence[Dim]) -> Dim:
+    """The number of elements of ``shape`` (an int for a static shape)."""
+    n: Dim = 1
+    for d in shape:
+        n = n * d
+    return n
+
+
+def static_shape(op: str, what: str, shape: Sequence[Dim]) -> tuple[int, ...]:
+    """``shape`` as ints; ``ValueError`` naming ``what`` and the first symbolic dim."""
+    for d in shape:
+        if type(d) is not int:
+            static_dim(op, what, d)
+    return tuple(shape)  # type: ignore[arg-type]
 
 
 def normalize_axis(axis: int, ndim: int, op: str, what: str = "axis") -> int:

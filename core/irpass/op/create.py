@@ -8,7 +8,8 @@ any dtype the IR knows, as TVM's does (``shape_of(x, "float32")`` is a float
 tensor); :func:`shape_value` computes it, for the kernel and for FoldConstant.
 
 ``arange`` takes its ``start``/``stop``/``step`` as attributes (Relay takes expressions;
-irpass shapes are static, and they decide the shape). ``one_hot`` follows Relay: an index
+they decide the shape; ``start`` and ``stop`` may be symbolic dims: ``arange(seq)``).
+``one_hot`` follows Relay: an index
 outside ``[0, depth)`` (a negative one too) selects no position, so its row is all
 ``off_value``.
 """
@@ -21,14 +22,16 @@ from typing import Any
 import numpy as np
 
 from ..ir.attrs import Attrs
+from ..ir.dims import Dim, DimExpr, dim_max
 from ..ir.nodes import Call
 from ..ir.op import (
     AttrField,
     Op,
     OpPattern,
+    attr_dim,
+    attr_dims,
     attr_dtype,
     attr_int,
-    attr_ints,
     attr_optional_dtype,
 )
 from ..ir.types import NUMPY_DTYPES, TensorType, Type
@@ -46,11 +49,11 @@ __all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of", "aran
            "arange_length"]
 
 
-def _attr_shape(value: Any, where: str) -> tuple[int, ...]:
-    """A static shape: non-negative ints."""
-    dims = attr_ints(value, where)
+def _attr_shape(value: Any, where: str) -> tuple[Dim, ...]:
+    """A shape: non-negative ints or symbolic dims."""
+    dims = attr_dims(value, where)
     for i, d in enumerate(dims):
-        if d < 0:
+        if type(d) is int and d < 0:
             raise ValueError(f"{where}[{i}] must be >= 0, got {d}")
     return dims
 
@@ -212,16 +215,39 @@ def _attr_number(value: Any, where: str) -> int | float:
     return int(value) if isinstance(value, (int, np.integer)) else float(value)
 
 
+def _attr_bound(value: Any, where: str) -> int | float | DimExpr:
+    """A number or a symbolic dim (an arange bound: ``arange(seq)``)."""
+    if isinstance(value, DimExpr):
+        return value
+    return _attr_number(value, where)
+
+
+def _attr_optional_bound(value: Any, where: str) -> int | float | DimExpr | None:
+    return None if value is None else _attr_bound(value, where)
+
+
 def _attr_optional_number(value: Any, where: str) -> int | float | None:
     return None if value is None else _attr_number(value, where)
 
 
-def _arange_bounds(attrs: Attrs) -> tuple[int | float, int | float, int | float]:
+def _arange_bounds(attrs: Attrs) -> tuple[Any, Any, int | float]:
     start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
     if stop is None:  # arange(n): 0 .. n
         start, stop = 0, start
     if step == 0:
         raise ValueError("arange: step must not be 0")
+    if isinstance(start, DimExpr) or isinstance(stop, DimExpr):
+        # symbolic bounds are integers; the length is symbolic too (see arange_length)
+        for name, v in (("start", start), ("stop", stop), ("step", step)):
+            if isinstance(v, float) and v != int(v):
+                raise ValueError(
+                    f"arange: {name} {v} is not an integer (the other bound is symbolic)"
+                )
+        return (
+            start if isinstance(start, DimExpr) else int(start),
+            stop if isinstance(stop, DimExpr) else int(stop),
+            int(step),
+        )
     if attrs["dtype"] in INT_DTYPES:
         for name, v in (("start", start), ("stop", stop), ("step", step)):
             if v != int(v):
@@ -230,11 +256,17 @@ def _arange_bounds(attrs: Attrs) -> tuple[int | float, int | float, int | float]
     return start, stop, step
 
 
-def arange_length(start: int | float, stop: int | float, step: int | float) -> int:
+def arange_length(start: Any, stop: Any, step: int | float) -> Dim:
     """How many elements ``arange`` gives: ``max(ceil((stop - start) / step), 0)``, exact for
-    ints, in float64 otherwise."""
+    ints (and symbolic for symbolic bounds: ``arange(seq)`` has ``seq``), in float64
+    otherwise."""
     if all(isinstance(v, int) for v in (start, stop, step)):
         return max(-((start - stop) // step), 0)
+    if isinstance(start, DimExpr) or isinstance(stop, DimExpr):
+        # the dims module divides by positive constants only: flip a negative step
+        diff = stop - start if step > 0 else start - stop
+        k = abs(int(step))
+        return dim_max((diff + (k - 1)) // k, 0)
     n = math.ceil((float(stop) - float(start)) / float(step))
     return max(n, 0)
 
@@ -265,8 +297,8 @@ register(
     kernel=_arange_kernel,
     pattern=OpPattern.INJECTIVE,
     attrs=(
-        AttrField("start", _attr_number, doc="The first value (the stop if stop is None)."),
-        AttrField("stop", _attr_optional_number, None, doc="The bound (excluded); None: start."),
+        AttrField("start", _attr_bound, doc="The first value (the stop if stop is None)."),
+        AttrField("stop", _attr_optional_bound, None, doc="The bound (excluded); None: start."),
         AttrField("step", _attr_number, 1, doc="The increment (not 0; negative counts down)."),
         AttrField("dtype", attr_dtype, "float32", doc="The dtype of the result."),
     ),
@@ -304,7 +336,7 @@ def _one_hot_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         if value.ndim != 0:
             raise ValueError(f"one_hot: {name} must be a scalar (0-D tensor), got {value}")
     depth = attrs["depth"]
-    if depth < 0:
+    if type(depth) is int and depth < 0:
         raise ValueError(f"one_hot: depth must be >= 0, got {depth}")
     axis = _one_hot_axis(attrs["axis"], indices.ndim)
     return TensorType(indices.shape[:axis] + (depth,) + indices.shape[axis:], attrs["dtype"])
@@ -327,7 +359,7 @@ register(
     kernel=_one_hot_kernel,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     attrs=(
-        AttrField("depth", attr_int, doc="The length of the new axis."),
+        AttrField("depth", attr_dim, doc="The length of the new axis (may be symbolic)."),
         AttrField("axis", attr_int, -1, doc="Where the new axis goes (-1: last)."),
         AttrField("dtype", attr_dtype, "float32", doc="The dtype of the result."),
     ),

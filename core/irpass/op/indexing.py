@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 
 from ..ir.attrs import Attrs
+from ..ir.dims import Dim, dim_max, dim_min, prove_ge, prove_lt
 from ..ir.nodes import Call
 from ..ir.op import (
     AttrField,
     OpPattern,
     attr_choice,
+    attr_dims,
     attr_int,
-    attr_ints,
     attr_optional_int,
     attr_optional_ints,
 )
@@ -43,10 +44,14 @@ from ._common import (
     INT_DTYPES,
     UNSIGNED_DTYPES,
     check_dtype,
+    known_gt,
     make_call,
     normalize_axes,
     normalize_axis,
     register,
+    shape_size,
+    shapes_may_agree,
+    static_dim,
     tensor_arg,
 )
 
@@ -62,7 +67,7 @@ def _take_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     check_dtype(indices, INT_DTYPES, "take", "indices")
     axis = attrs["axis"]
     if axis is None:
-        size = int(np.prod(data.shape, dtype=np.int64))
+        size = shape_size(data.shape)
         shape = indices.shape
     else:
         if data.ndim == 0:
@@ -197,11 +202,100 @@ def _slice_len(s: slice, dim: int) -> int:
     return len(range(s.start, stop, s.step))
 
 
+# An int bound at least this large is past the end of any axis ("to the end"), and at
+# most its negative before the start: what exporters write for an open slice (INT64_MAX,
+# -INT64_MAX); a symbolic axis is never that long, so no min() with it is needed.
+_OPEN_BOUND = 2**62
+
+
+def _sym_index(v: Dim, dim: Dim, what: str, axis: int) -> Dim:
+    """A begin/end value counted from the start: a negative one counts from the end.
+
+    A symbolic value must be provably >= 0 or < 0 (which one decides the formula)."""
+    if type(v) is int:
+        return v + dim if v < 0 else v
+    if prove_ge(v, 0):
+        return v
+    if prove_lt(v, 0):
+        return v + dim
+    raise ValueError(
+        f"strided_slice: {what} {v} of axis {axis} must be provably >= 0 or < 0 (a negative "
+        "index counts from the end), and its sign depends on the size variables"
+    )
+
+
+def _clamp(v: Dim, lo: Dim, hi: Dim) -> Dim:
+    """``min(max(v, lo), hi)``, with the steps that are provably no-ops left out."""
+    if type(v) is int and type(lo) is int and type(hi) is int:
+        return min(max(v, lo), hi)
+    if not prove_ge(v, lo):
+        v = dim_max(v, lo)
+    if not prove_ge(hi, v):
+        v = dim_min(v, hi)
+    return v
+
+
+def _sym_slice_len(begin: Dim, end: Dim, stride: int, dim: Dim, axis: int) -> Dim:
+    """The length of one sliced axis when the dim or a bound is symbolic: ONNX Slice's
+    clamping (see :func:`_clamped`) with ``dim_min``/``dim_max`` where it is needed."""
+    if stride > 0:
+        # the common open slices first: [0:] and [0:end] of a symbolic axis
+        b = 0 if type(begin) is int and begin <= -_OPEN_BOUND else begin
+        e = dim if type(end) is int and end >= _OPEN_BOUND else end
+        b = _clamp(_sym_index(b, dim, "begin", axis), 0, dim)
+        e = e if e is dim else _clamp(_sym_index(e, dim, "end", axis), 0, dim)
+        diff = e - b
+        length = diff if stride == 1 else (diff + stride - 1) // stride
+    else:
+        b = dim - 1 if type(begin) is int and begin >= _OPEN_BOUND else begin
+        b = _clamp(_sym_index(b, dim, "begin", axis), 0, dim - 1)
+        if type(end) is int and end <= -_OPEN_BOUND:
+            e: Dim = -1  # past element 0
+        else:
+            e = _clamp(_sym_index(end, dim, "end", axis), -1, dim - 1)
+        step = -stride
+        diff = b - e
+        length = diff if step == 1 else (diff + step - 1) // step
+    return length if prove_ge(length, 0) else dim_max(length, 0)
+
+
 def _strided_slice_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types[0], "strided_slice", "data")
-    index = slice_bounds(data.shape, attrs["begin"], attrs["end"], attrs["strides"], attrs["axes"])
-    shape = tuple(_slice_len(s, d) for s, d in zip(index, data.shape, strict=True))
-    return TensorType(shape, data.dtype)
+    begin, end = attrs["begin"], attrs["end"]
+    if data.is_static and {*map(type, begin)} <= _INT and {*map(type, end)} <= _INT:
+        index = slice_bounds(data.shape, begin, end, attrs["strides"], attrs["axes"])
+        shape = tuple(_slice_len(s, d) for s, d in zip(index, data.shape, strict=True))
+        return TensorType(shape, data.dtype)
+    return TensorType(_sym_slice_shape(data.shape, attrs), data.dtype)
+
+
+_INT = {int}
+
+
+def _sym_slice_shape(shape: tuple[Dim, ...], attrs: Attrs) -> tuple[Dim, ...]:
+    """The sliced shape when a dim or a bound is symbolic (the attributes checked as
+    :func:`slice_bounds` checks them)."""
+    begin, end, strides = attrs["begin"], attrs["end"], attrs["strides"]
+    # slice_bounds checks the lengths and axes; the bounds it is given here are stand-ins
+    index = slice_bounds(
+        (1,) * len(shape), (0,) * len(begin), (0,) * len(end), strides, attrs["axes"]
+    )
+    out = list(shape)
+    sliced = [a for a, s in enumerate(index) if s.start is not None]
+    axes = attrs["axes"]
+    if axes is None:
+        order = list(range(len(begin)))
+    else:
+        order = [a + len(shape) if a < 0 else a for a in axes]
+    steps = strides if strides is not None else (1,) * len(begin)
+    for a, b, e, st in zip(order, begin, end, steps, strict=True):
+        d = shape[a]
+        if type(d) is int and type(b) is int and type(e) is int:
+            out[a] = _slice_len(_clamped(b, e, st, d), d)
+        else:
+            out[a] = _sym_slice_len(b, e, st, d, a)
+    assert sorted(sliced) == sorted(order)
+    return tuple(out)
 
 
 def _strided_slice_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
@@ -217,12 +311,15 @@ register(
     kernel=_strided_slice_kernel,
     pattern=OpPattern.INJECTIVE,
     attrs=(
-        AttrField("begin", attr_ints, doc="First index per sliced axis (negative: from the end)."),
-        AttrField("end", attr_ints, doc="Stop index per sliced axis (exclusive, clamped)."),
+        AttrField(
+            "begin", attr_dims, doc="First index per sliced axis (negative: from the end)."
+        ),
+        AttrField("end", attr_dims, doc="Stop index per sliced axis (exclusive, clamped)."),
         AttrField("strides", attr_optional_ints, None, doc="Step per sliced axis; None: all 1."),
         AttrField("axes", attr_optional_ints, None, doc="The sliced axes; None: the first ones."),
     ),
-    doc="Slice ``data`` with static begin/end/strides per axis (Python/ONNX Slice semantics).",
+    doc="Slice ``data`` with begin/end/strides per axis (Python/ONNX Slice semantics; begin "
+    "and end may be symbolic dims).",
 )
 
 
@@ -276,7 +373,7 @@ def _gather_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         )
     axis = normalize_axis(attrs["axis"], data.ndim, "gather")
     for d, (n, m) in enumerate(zip(indices.shape, data.shape, strict=True)):
-        if d != axis and n > m:
+        if d != axis and known_gt(n, m):
             raise ValueError(
                 f"gather: indices {indices} is longer than data {data} on axis {d} "
                 f"({n} > {m}); only axis {axis} may differ freely"
@@ -325,7 +422,7 @@ def nd_shape(
     updates); ``ValueError`` when the shapes do not fit."""
     if indices.ndim == 0:
         raise ValueError(f"{op}: indices must have at least one dimension, got {indices}")
-    depth = indices.shape[0]
+    depth = static_dim(op, "the length of the index tuples (indices.shape[0])", indices.shape[0])
     if batch < 0:
         raise ValueError(f"{op}: batch_dims must be >= 0, got {batch}")
     if batch > indices.ndim - 1:
@@ -338,7 +435,7 @@ def nd_shape(
             f"{op}: index tuples of length {depth} (indices.shape[0]) with batch_dims {batch} "
             f"need data of rank >= {batch + depth}, got {data}"
         )
-    if indices.shape[1 : 1 + batch] != data.shape[:batch]:
+    if not shapes_may_agree(indices.shape[1 : 1 + batch], data.shape[:batch]):
         raise ValueError(
             f"{op}: the batch dimensions of indices {indices.shape[1 : 1 + batch]} and data "
             f"{data.shape[:batch]} must be equal (batch_dims {batch})"

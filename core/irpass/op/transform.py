@@ -27,8 +27,17 @@ from typing import Any
 import numpy as np
 
 from ..ir.attrs import Attrs
+from ..ir.dims import Dim, divide_exact
 from ..ir.nodes import Call
-from ..ir.op import AttrField, Op, OpPattern, attr_bool, attr_int, attr_ints, attr_optional_ints
+from ..ir.op import (
+    AttrField,
+    Op,
+    OpPattern,
+    attr_bool,
+    attr_dims,
+    attr_int,
+    attr_optional_ints,
+)
 from ..ir.types import TensorType, TupleType, Type
 from ._common import (
     INT_DTYPES,
@@ -36,10 +45,15 @@ from ._common import (
     attr_int_or_ints,
     broadcast_shapes,
     check_dtype,
+    dims_may_agree,
+    known_gt,
     make_call,
+    match_dims,
     normalize_axes,
     normalize_axis,
     register,
+    shapes_may_agree,
+    static_dim,
     tensor_arg,
     tuple_fields,
 )
@@ -62,8 +76,8 @@ __all__ = [
 ]
 
 
-def _prod(dims: Sequence[int]) -> int:
-    n = 1
+def _prod(dims: Sequence[Dim]) -> Dim:
+    n: Dim = 1
     for d in dims:
         n *= d
     return n
@@ -73,10 +87,16 @@ def _prod(dims: Sequence[int]) -> int:
 
 
 def infer_reshape(
-    ishape: tuple[int, ...], newshape: Sequence[int], allowzero: bool = False, op: str = "reshape"
-) -> tuple[int, ...]:
-    """The output shape of reshaping ``ishape`` to ``newshape`` (Relay's special values)."""
-    out: list[int] = []
+    ishape: tuple[Dim, ...], newshape: Sequence[Dim], allowzero: bool = False, op: str = "reshape"
+) -> tuple[Dim, ...]:
+    """The output shape of reshaping ``ishape`` to ``newshape`` (Relay's special values).
+
+    Symbolic dims work in both: a symbolic value of ``newshape`` is a size (never a
+    special value), a ``-1`` is the exact quotient of the sizes (``divide_exact``;
+    ``ValueError`` when it cannot be found), and element counts that cannot be
+    compared statically are assumed equal (the run time checks them).
+    """
+    out: list[Dim] = []
     infer_at = -1
     src = 0  # the next input dimension a value consumes
     i = 0
@@ -91,7 +111,7 @@ def infer_reshape(
 
     while i < len(newshape):
         v = newshape[i]
-        if v > 0 or (v == 0 and allowzero):
+        if type(v) is not int or v > 0 or (v == 0 and allowzero):
             out.append(v)
             src += 1
         elif v == 0:
@@ -124,20 +144,21 @@ def infer_reshape(
                 raise ValueError(
                     f"{op}: newshape {tuple(newshape)}: -4 split dims cannot both be -1"
                 )
-            if d1 < -1 or d2 < -1 or d1 == 0 or d2 == 0:
+            if any(type(d) is int and (d < -1 or d == 0) for d in (d1, d2)):
                 raise ValueError(
                     f"{op}: newshape {tuple(newshape)}: -4 split dims must be positive or -1, "
                     f"got ({d1}, {d2})"
                 )
             known = d2 if d1 == -1 else d1
-            if known == 0 or whole % known:
+            part = divide_exact(whole, known) if d1 == -1 or d2 == -1 else known
+            if part is None:
                 raise ValueError(
                     f"{op}: newshape {tuple(newshape)}: cannot split input dimension {src} of "
                     f"size {whole} into ({d1}, {d2})"
                 )
-            d1 = whole // known if d1 == -1 else d1
-            d2 = whole // known if d2 == -1 else d2
-            if d1 * d2 != whole:
+            d1 = part if d1 == -1 else d1
+            d2 = part if d2 == -1 else d2
+            if not dims_may_agree(d1 * d2, whole):
                 raise ValueError(
                     f"{op}: newshape {tuple(newshape)}: cannot split input dimension {src} of "
                     f"size {whole} into ({d1}, {d2})"
@@ -155,13 +176,23 @@ def infer_reshape(
     total = _prod(ishape)
     if infer_at >= 0:
         rest = _prod(out[:infer_at] + out[infer_at + 1 :])
-        if rest == 0 or total % rest:
-            raise ValueError(
-                f"{op}: cannot infer the -1 in newshape {tuple(newshape)} for input shape "
-                f"{ishape} ({total} elements)"
-            )
-        out[infer_at] = total // rest
-    if _prod(out) != total:
+        if type(total) is int and type(rest) is int:
+            if rest == 0 or total % rest:
+                raise ValueError(
+                    f"{op}: cannot infer the -1 in newshape {tuple(newshape)} for input shape "
+                    f"{ishape} ({total} elements)"
+                )
+            out[infer_at] = total // rest
+        else:
+            quotient = divide_exact(total, rest)
+            if quotient is None:
+                raise ValueError(
+                    f"{op}: cannot infer the -1 in newshape {tuple(newshape)} for input shape "
+                    f"{ishape}: {total} elements are not a multiple of {rest} for every value "
+                    "of the size variables (give the size instead of -1)"
+                )
+            out[infer_at] = quotient
+    if not dims_may_agree(_prod(out), total):
         raise ValueError(
             f"{op}: cannot reshape {ishape} ({total} elements) to newshape {tuple(newshape)} "
             f"= {tuple(out)} ({_prod(out)} elements)"
@@ -222,7 +253,7 @@ register(
     kernel=_reshape_kernel,
     pattern=OpPattern.INJECTIVE,
     attrs=(
-        AttrField("newshape", attr_ints, doc="The new shape, with Relay's special values."),
+        AttrField("newshape", attr_dims, doc="The new shape, with Relay's special values."),
         AttrField("allowzero", attr_bool, False, doc="Treat 0 as a literal size."),
     ),
     doc="Reshape to ``newshape`` (special values 0, -1, -2, -3, -4 as in Relay).",
@@ -233,7 +264,7 @@ register(
     type_rel=_reverse_reshape_rel,
     kernel=_reverse_reshape_kernel,
     pattern=OpPattern.INJECTIVE,
-    attrs=(AttrField("newshape", attr_ints, doc="The new shape, read right to left."),),
+    attrs=(AttrField("newshape", attr_dims, doc="The new shape, read right to left."),),
     doc="Reshape with the special values of ``newshape`` applied right to left.",
 )
 
@@ -296,7 +327,8 @@ def _concatenate_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     axis = normalize_axis(attrs["axis"], first.ndim, "concatenate") if first.ndim else None
     if axis is None:
         raise ValueError(f"concatenate: data[0] is a scalar ({first}); cannot concatenate scalars")
-    total = 0
+    total: Dim = 0
+    shape = list(first.shape)
     for i, f in enumerate(fields):
         if f.dtype != first.dtype:
             raise TypeError(
@@ -305,13 +337,15 @@ def _concatenate_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         if f.ndim != first.ndim:
             raise ValueError(f"concatenate: data[{i}] is {f} but data[0] is {first}: ranks differ")
         for d in range(first.ndim):
-            if d != axis and f.shape[d] != first.shape[d]:
-                raise ValueError(
-                    f"concatenate: data[{i}] has shape {f.shape} but data[0] has {first.shape}; "
-                    f"they must agree except on axis {axis}"
-                )
-        total += f.shape[axis]
-    shape = list(first.shape)
+            if d != axis and f.shape[d] != shape[d]:
+                if not dims_may_agree(f.shape[d], shape[d]):
+                    raise ValueError(
+                        f"concatenate: data[{i}] has shape {f.shape} but data[0] has "
+                        f"{first.shape}; they must agree except on axis {axis}"
+                    )
+                # undecidable: a static size is kept, the run time checks the rest
+                shape[d] = match_dims("concatenate", f"dimension {d}", shape[d], f.shape[d])
+        total = total + f.shape[axis]
     shape[axis] = total
     return TensorType(tuple(shape), first.dtype)
 
@@ -336,9 +370,13 @@ def concatenate(data: Any, axis: int = 0) -> Call:
     return Call(Op.get("concatenate"), [as_tuple_expr(data, "concatenate")], {"axis": axis})
 
 
-def _split_bounds(size: int, spec: int | tuple[int, ...]) -> list[int]:
+def _split_bounds(size: Dim, spec: int | tuple[int, ...]) -> list[Dim]:
     """Start offsets of the pieces, plus ``size`` at the end."""
     if isinstance(spec, int):
+        if type(size) is not int:
+            # the relation checked that spec divides size
+            part = divide_exact(size, spec)
+            return [part * k for k in range(spec + 1)]  # type: ignore[operator]
         return [size * k // spec for k in range(spec + 1)]
     return [0, *spec, size]
 
@@ -353,14 +391,23 @@ def _split_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     if isinstance(spec, int):
         if spec < 1:
             raise ValueError(f"split: indices_or_sections must be >= 1 sections, got {spec}")
-        if size % spec:
+        if type(size) is not int:
+            if divide_exact(size, spec) is None:
+                raise ValueError(
+                    f"split: axis {axis} has the symbolic size {size}, which is not a multiple "
+                    f"of {spec} for every value of its size variables: cannot split it into "
+                    f"{spec} equal sections"
+                )
+        elif size % spec:
             raise ValueError(
                 f"split: axis {axis} of size {size} cannot be split into {spec} equal sections"
             )
     else:
         prev = 0
         for k, idx in enumerate(spec):
-            if idx < prev or idx > size:
+            # a symbolic size: an index that provably exceeds it is an error, the run
+            # time checks the others
+            if idx < prev or known_gt(idx, size):
                 raise ValueError(
                     f"split: indices_or_sections {spec}: index {idx} at position {k} must be "
                     f"non-decreasing and within [0, {size}] (axis {axis})"
@@ -413,13 +460,23 @@ def split(data: Any, indices_or_sections: Any, axis: int = 0) -> Call:
 # -- squeeze and expand_dims -------------------------------------------------------------------
 
 
-def _squeeze_axes(shape: tuple[int, ...], axis: tuple[int, ...] | None) -> tuple[int, ...]:
+def _squeeze_axes(shape: tuple[Dim, ...], axis: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The axes squeeze drops.
+
+    As in Relax: without ``axis`` the rank of the result depends on which dims are 1,
+    so a symbolic dim is an error naming it; a symbolic dim named in ``axis`` is taken
+    to be 1 (the kernel checks it at run time) unless it provably is not.
+    """
     if axis is None:
+        for d in shape:
+            if type(d) is not int:
+                static_dim("squeeze", "with axis=None (give axis), each dim", d)
         return tuple(i for i, d in enumerate(shape) if d == 1)
     axes = normalize_axes(axis, len(shape), "squeeze")
     for a in axes:
-        if shape[a] != 1:
-            raise ValueError(f"squeeze: axis {a} has size {shape[a]} in shape {shape}, not 1")
+        d = shape[a]
+        if d != 1 and (type(d) is int or not dims_may_agree(d, 1)):
+            raise ValueError(f"squeeze: axis {a} has size {d} in shape {shape}, not 1")
     return axes
 
 
@@ -551,10 +608,11 @@ def layout_transform(data: Any, src_layout: str, dst_layout: str) -> Call:
 # -- broadcast_to and tile ---------------------------------------------------------------------
 
 
-def _attr_sizes(value: Any, where: str) -> tuple[int, ...]:
-    vals = attr_ints(value, where)
+def _attr_sizes(value: Any, where: str) -> tuple[Dim, ...]:
+    """Sizes: ints >= 0 or symbolic dims."""
+    vals = attr_dims(value, where)
     for v in vals:
-        if v < 0:
+        if type(v) is int and v < 0:
             raise ValueError(f"{where} values must be >= 0, got {value!r}")
     return vals
 
@@ -562,13 +620,38 @@ def _attr_sizes(value: Any, where: str) -> tuple[int, ...]:
 def _broadcast_to_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types[0], "broadcast_to", "data")
     shape = attrs["shape"]
-    got = broadcast_shapes("broadcast_to", ("data", data.shape), ("shape", shape))
-    if got != shape:
+    if data.is_static and {*map(type, shape)} <= {int}:
+        got = broadcast_shapes("broadcast_to", ("data", data.shape), ("shape", shape))
+        if got != shape:
+            raise ValueError(
+                f"broadcast_to: data {data} cannot be broadcast to shape {shape}: numpy's "
+                f"broadcast of the two is {got} (broadcast_to never grows the target shape)"
+            )
+        return TensorType(shape, data.dtype)
+    lead = len(shape) - data.ndim
+    if lead < 0:
         raise ValueError(
-            f"broadcast_to: data {data} cannot be broadcast to shape {shape}: numpy's "
-            f"broadcast of the two is {got} (broadcast_to never grows the target shape)"
+            f"broadcast_to: data {data} has more dimensions than the target shape {shape}"
         )
-    return TensorType(shape, data.dtype)
+    out = list(shape)
+    for k, d in enumerate(data.shape):
+        # each dim of data is 1 or the target's (numpy's broadcast_to never grows the
+        # target); a symbolic dim against another dim is assumed to fit (the run time
+        # checks it) unless it provably cannot, and a static size is kept
+        target = shape[lead + k]
+        if d == 1 or d == target:
+            continue
+        if (type(d) is int and type(target) is int) or not (
+            dims_may_agree(d, target) or dims_may_agree(d, 1)
+        ):
+            raise ValueError(
+                f"broadcast_to: data {data} cannot be broadcast to shape {shape} "
+                "(each dim of data must be 1 or the target's; broadcast_to never grows the "
+                "target shape)"
+            )
+        if type(d) is int and type(target) is not int:
+            out[lead + k] = d  # the symbolic target must be d at run time
+    return TensorType(tuple(out), data.dtype)
 
 
 def _broadcast_to_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
@@ -597,7 +680,7 @@ def broadcast_to(data: Any, shape: Any) -> Call:
     return make_call("broadcast_to", [data], ["data"], shape=shape)
 
 
-def _tile_shape(shape: tuple[int, ...], reps: tuple[int, ...]) -> tuple[int, ...]:
+def _tile_shape(shape: tuple[Dim, ...], reps: tuple[Dim, ...]) -> tuple[Dim, ...]:
     rank = max(len(shape), len(reps))
     shape = (1,) * (rank - len(shape)) + shape
     reps = (1,) * (rank - len(reps)) + reps
@@ -680,7 +763,7 @@ def _reverse_sequence_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     if data.ndim < 2:
         raise ValueError(f"reverse_sequence: data must have at least 2 dimensions, got {data}")
     _, batch = _reverse_sequence_axes(data.ndim, attrs)
-    if lengths.shape != (data.shape[batch],):
+    if not shapes_may_agree(lengths.shape, (data.shape[batch],)):
         raise ValueError(
             f"reverse_sequence: seq_lengths {lengths} must be 1-D with one length per element "
             f"of batch_axis {batch} ({data.shape[batch]}) of data {data}"
