@@ -28,6 +28,7 @@ from ._common import (
     normalize_axis,
     register,
     result,
+    shape_size,
     tensor_arg,
 )
 
@@ -41,7 +42,7 @@ def _scan_rel(name: str):
         check_dtype(data, NUMERIC_DTYPES, name, "data")
         check_dtype(TensorType((), dtype), NUMERIC_DTYPES, name, "dtype")
         if attrs["axis"] is None:
-            return TensorType((int(np.prod(data.shape, dtype=np.int64)),), dtype)
+            return TensorType((shape_size(data.shape),), dtype)
         normalize_axis(attrs["axis"], data.ndim, name)
         return TensorType(data.shape, dtype)
 

@@ -34,7 +34,15 @@ import numpy as np
 
 from ..ir.attrs import Attrs
 from ..ir.nodes import Call
-from ..ir.op import AttrField, OpPattern, attr_bool, attr_choice, attr_float, attr_optional_dtype
+from ..ir.op import (
+    AttrField,
+    OpPattern,
+    attr_bool,
+    attr_choice,
+    attr_dims,
+    attr_float,
+    attr_optional_dtype,
+)
 from ..ir.types import TensorType, Type
 from ._common import (
     FLOAT_DTYPES,
@@ -42,14 +50,16 @@ from ._common import (
     attr_layout,
     check_dtype,
     check_rank,
+    dims_may_agree,
     layout_dims,
     make_call,
+    match_dims,
     register,
     result,
     tensor_arg,
     to_layout,
 )
-from .nn._window import AXIS_NAMES, SPATIAL, attr_spatial, data_layouts
+from .nn._window import AXIS_NAMES, SPATIAL, data_layouts
 
 __all__ = ["resize1d", "resize2d", "resize3d", "grid_sample"]
 
@@ -74,6 +84,26 @@ def _attr_floats(count: int, optional: bool) -> Callable[[Any, str], Any]:
         return vals
 
     convert.__name__ = f"attr_floats{count}"
+    return convert
+
+
+def _attr_out_sizes(ndim: int) -> Callable[[Any, str], Any]:
+    """The output sizes of a resize: ``ndim`` sizes (one is used for all), ints >= 0 or
+    symbolic dims (a resize of a dynamic image, ``(h * 2, w * 2)``)."""
+    names = ", ".join(AXIS_NAMES[a] for a in SPATIAL[ndim])
+
+    def convert(value: Any, where: str) -> Any:
+        vals = attr_dims(value, where)
+        if len(vals) == 1:
+            vals = vals * ndim
+        if len(vals) != ndim:
+            raise ValueError(f"{where} must be 1 or {ndim} sizes ({names}), got {value!r}")
+        for v in vals:
+            if type(v) is int and v < 0:
+                raise ValueError(f"{where} values must be >= 0, got {value!r}")
+        return vals
+
+    convert.__name__ = f"attr_out_sizes{ndim}d"
     return convert
 
 
@@ -266,7 +296,7 @@ def _resize_attrs(ndim: int) -> tuple[AttrField, ...]:
     first, last = data_layouts(ndim)
     axes = ", ".join(AXIS_NAMES[a] for a in SPATIAL[ndim])
     return (
-        AttrField("size", attr_spatial(ndim, 0), doc=f"Output ({axes})."),
+        AttrField("size", _attr_out_sizes(ndim), doc=f"Output ({axes}); may be symbolic."),
         AttrField("roi", _attr_floats(2 * ndim, False), (0.0,) * ndim + (1.0,) * ndim,
                   doc="tf_crop_and_resize's region: every start, then every end."),
         AttrField("layout", attr_layout(first, last), first, doc="Data layout."),
@@ -365,7 +395,11 @@ def _grid_sample_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     check_dtype(grid, FLOAT_DTYPES, op, "grid")
     ndim = _GRID_LAYOUTS[attrs["layout"]]
     check_rank(data, ndim + 2, op, "data", attrs["layout"])
-    if grid.ndim != ndim + 2 or grid.shape[1] != ndim or grid.shape[0] != data.shape[0]:
+    if (
+        grid.ndim != ndim + 2
+        or not dims_may_agree(grid.shape[1], ndim)
+        or not dims_may_agree(grid.shape[0], data.shape[0])
+    ):
         raise ValueError(
             f"{op}: grid {grid} must be (N, {ndim}, out...) with N = {data.shape[0]} (the "
             f"batch of data {data}) and {ndim} coordinates (x, y{', z' if ndim == 3 else ''})"
@@ -374,7 +408,8 @@ def _grid_sample_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         for size in data.shape[2:]:
             if size == 0:
                 raise ValueError(f"{op}: data {data} has an empty spatial axis")
-    return TensorType(data.shape[:2] + grid.shape[2:], data.dtype)
+    batch = match_dims(op, "the batch of grid and data", data.shape[0], grid.shape[0])
+    return TensorType((batch, data.shape[1]) + grid.shape[2:], data.dtype)
 
 
 def _reflect(x: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -38,7 +38,9 @@ from ._common import (
     broadcast_shapes,
     check_dtype,
     check_same_dtype,
+    dims_may_agree,
     make_call,
+    match_dims,
     register,
     result,
     tensor_arg,
@@ -58,7 +60,7 @@ def _matmul_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
             raise ValueError(f"matmul: {name} must have at least 1 dimension, got {ty}")
     a_shape = a.shape if a.ndim > 1 else (1, *a.shape)
     b_shape = b.shape if b.ndim > 1 else (*b.shape, 1)
-    if a_shape[-1] != b_shape[-2]:
+    if not dims_may_agree(a_shape[-1], b_shape[-2]):
         raise ValueError(
             f"matmul: the inner dimensions differ: a {a} has {a_shape[-1]} columns but "
             f"b {b} has {b_shape[-2]} rows"
@@ -151,11 +153,15 @@ def einsum_terms(
         for letter, d in zip(head + "." * len(extra) + tail, shape, strict=True):
             if letter == ".":
                 continue
-            if sizes.setdefault(letter, d) != d:
-                raise ValueError(
-                    f"{where}: subscript {letter!r} has size {sizes[letter]} and {d} "
-                    f"(operand {k} of shape {shape})"
-                )
+            seen = sizes.setdefault(letter, d)
+            if seen != d:
+                if not dims_may_agree(seen, d):
+                    raise ValueError(
+                        f"{where}: subscript {letter!r} has size {sizes[letter]} and {d} "
+                        f"(operand {k} of shape {shape})"
+                    )
+                # symbolic: assumed equal (the run time checks), a static size kept
+                sizes[letter] = match_dims("einsum", f"the sizes of subscript {letter!r}", seen, d)
         ell = "".join(ell_letters[len(ell_letters) - len(extra) :])
         explicit_in.append(head + ell + tail)
     for letter, d in zip(ell_letters, ellipsis or (), strict=True):
@@ -224,7 +230,7 @@ def einsum(data: Any, equation: str) -> Call:
 def _det_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types[0], "linalg.det", "data")
     check_dtype(data, FLOAT_DTYPES, "linalg.det", "data")
-    if data.ndim < 2 or data.shape[-1] != data.shape[-2]:
+    if data.ndim < 2 or not dims_may_agree(data.shape[-1], data.shape[-2]):
         raise ValueError(
             f"linalg.det: data must be square matrices in its last two axes, got {data}"
         )

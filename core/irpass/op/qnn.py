@@ -35,10 +35,12 @@ from ._common import (
     SMALL_FLOAT_DTYPES,
     broadcast_shapes,
     check_dtype,
+    dims_may_agree,
     make_call,
     normalize_axis,
     register,
     result,
+    shapes_may_agree,
     tensor_arg,
 )
 
@@ -58,12 +60,13 @@ def _param_shape(op: str, name: str, data: TensorType, param: TensorType, axis: 
         return ()
     if param.ndim == 1 and data.ndim >= 1:
         ax = normalize_axis(axis, data.ndim, op)
-        if param.shape[0] != data.shape[ax]:
+        if not dims_may_agree(param.shape[0], data.shape[ax]):
             raise ValueError(f"{op}: {name} {param} has {param.shape[0]} elements but axis "
                              f"{axis} of data {data} has {data.shape[ax]}")
         return tuple(param.shape[0] if i == ax else 1 for i in range(data.ndim))
     if param.ndim == data.ndim:
-        if broadcast_shapes(op, ("data", data.shape), (name, param.shape)) != data.shape:
+        got = broadcast_shapes(op, ("data", data.shape), (name, param.shape))
+        if not shapes_may_agree(got, data.shape):
             raise ValueError(f"{op}: {name} {param} does not broadcast to data {data}")
         return param.shape
     raise ValueError(f"{op}: {name} must be a scalar, a 1-D tensor along axis {axis} or a "

@@ -25,9 +25,11 @@ from ..ir.types import TensorType, Type
 from ._common import (
     INT_DTYPES,
     check_dtype,
+    known_gt,
     make_call,
     normalize_axis,
     register,
+    shapes_may_agree,
     tensor_arg,
 )
 from .indexing import checked_indices, nd_positions, nd_shape
@@ -61,7 +63,7 @@ def _scatter_into(out: np.ndarray, pos: tuple, values: np.ndarray, reduction: st
 def _check_updates(data: TensorType, updates: TensorType, shape: tuple, op: str, why: str) -> None:
     if updates.dtype != data.dtype:
         raise TypeError(f"{op}: updates {updates} must have the dtype of data {data}")
-    if updates.shape != shape:
+    if not shapes_may_agree(updates.shape, shape):
         raise ValueError(f"{op}: updates {updates} must have shape {shape} ({why})")
 
 
@@ -80,7 +82,7 @@ def _scatter_elements_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise ValueError(f"{op}: indices {indices} must have the rank of data {data}")
     axis = normalize_axis(attrs["axis"], data.ndim, op)
     for d, (n, m) in enumerate(zip(indices.shape, data.shape, strict=True)):
-        if d != axis and n > m:
+        if d != axis and known_gt(n, m):
             raise ValueError(
                 f"{op}: indices {indices} is longer than data {data} on axis {d} "
                 f"({n} > {m}); only axis {axis} may differ freely"

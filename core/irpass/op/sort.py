@@ -17,7 +17,7 @@ from ..ir.attrs import Attrs
 from ..ir.nodes import Call
 from ..ir.op import AttrField, OpPattern, attr_bool, attr_choice, attr_dtype, attr_int
 from ..ir.types import TensorType, TupleType, Type
-from ._common import INT_DTYPES, make_call, normalize_axis, register, tensor_arg
+from ._common import INT_DTYPES, known_gt, make_call, normalize_axis, register, tensor_arg
 
 __all__ = ["topk"]
 
@@ -36,7 +36,7 @@ def _topk_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
                         f"{attrs['dtype']!r}")
     size = data.shape[axis]
     k = _count(attrs["k"], size)
-    if k > size:
+    if known_gt(k, size):  # a symbolic axis: the run time checks k fits
         raise ValueError(f"topk: k={k} is more than the {size} elements of axis {axis} of {data}")
     shape = data.shape[:axis] + (k,) + data.shape[axis + 1 :]
     values = TensorType(shape, data.dtype)

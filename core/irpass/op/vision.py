@@ -35,6 +35,7 @@ from ._common import (
     check_dtype,
     check_rank,
     check_same_dtype,
+    dims_may_agree,
     layout_dims,
     make_call,
     register,
@@ -55,10 +56,10 @@ def _roi_align_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     dtype = check_same_dtype(_OP, ("data", data), ("rois", rois))
     layout = attrs["layout"]
     check_rank(data, 4, _OP, "data", layout)
-    if rois.ndim != 2 or rois.shape[1] != 5:
+    if rois.ndim != 2 or not dims_may_agree(rois.shape[1], 5):
         raise ValueError(f"{_OP}: rois {rois} must be (num_rois, 5): batch index, x1, y1, x2, y2")
     d = layout_dims(data.shape, layout)
-    if rois.shape[0] and (d["H"] == 0 or d["W"] == 0):
+    if rois.shape[0] != 0 and (d["H"] == 0 or d["W"] == 0):
         raise ValueError(f"{_OP}: data {data} has no elements to pool")
     ph, pw = attrs["pooled_size"]
     out = {"N": rois.shape[0], "C": d["C"], "H": ph, "W": pw}
@@ -160,7 +161,7 @@ def _roi_pool_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     dtype = check_same_dtype("vision.roi_pool", ("data", data), ("rois", rois))
     layout = attrs["layout"]
     check_rank(data, 4, "vision.roi_pool", "data", layout)
-    if rois.ndim != 2 or rois.shape[1] != 5:
+    if rois.ndim != 2 or not dims_may_agree(rois.shape[1], 5):
         raise ValueError(f"vision.roi_pool: rois {rois} must be (num_rois, 5): batch index, "
                          "x1, y1, x2, y2")
     d = layout_dims(data.shape, layout)

@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.dims import Dim, dim_min
 from ...ir.op import attr_ints
+from .._common import known_gt, static_dim
 
 #: The spatial axis letters of an op with 1, 2 or 3 spatial dimensions.
 SPATIAL: dict[int, str] = {1: "W", 2: "HW", 3: "DHW"}
@@ -56,21 +58,24 @@ def data_layouts(ndim: int) -> tuple[str, str]:
 def window_out_size(
     op: str,
     axis: str,
-    size: int,
+    size: Dim,
     kernel: int,
     stride: int,
     dilation: int,
     before: int,
     after: int,
     ceil_mode: bool = False,
-) -> int:
+) -> Dim:
     """The number of window positions along one spatial axis (``axis`` names it in errors).
 
     With ``ceil_mode``, a last window starting in the trailing padding is
-    dropped (PyTorch/ONNX; TVM keeps it, see the module docstring).
+    dropped (PyTorch/ONNX; TVM keeps it, see the module docstring). A symbolic
+    ``size`` gives a symbolic count (the window itself must be static).
     """
     span = dilation * (kernel - 1) + 1
     room = size + before + after - span
+    if type(room) is not int:
+        return _symbolic_out_size(room, size, stride, before, ceil_mode, op, axis, span)
     if room < 0:
         raise ValueError(
             f"{op}: the window spans {span} elements along {axis} (size {kernel}, dilation "
@@ -85,15 +90,44 @@ def window_out_size(
     return out
 
 
+def _symbolic_out_size(
+    room: Dim, size: Dim, stride: int, before: int, ceil_mode: bool, op: str, axis: str,
+    span: int,
+) -> Dim:
+    """:func:`window_out_size` for a symbolic size: the same formula, the ceil-mode drop
+    of a window starting in the trailing padding written as a ``min`` with the number of
+    window starts before it (``ceil((size + before) / stride)``)."""
+    if known_gt(0, room):
+        raise ValueError(
+            f"{op}: the window spans {span} elements along {axis} but the padded input "
+            f"has only {room + span} ({size} + padding)"
+        )
+    if not ceil_mode:
+        return room // stride + 1
+    out = (room + stride - 1) // stride + 1
+    return dim_min(out, (size + before + stride - 1) // stride)
+
+
+def static_window_shape(op: str, name: str, shape: tuple[Dim, ...], layout: str) -> None:
+    """``ValueError`` naming the op, the axis and the symbol when a dim of ``shape`` (a
+    weight's, whose channels and kernel size the op needs as numbers) is symbolic."""
+    for letter, d in zip(layout, shape, strict=True):
+        if type(d) is not int:
+            what = {"O": "output channels (O)", "I": "input channels (I)"}.get(
+                letter, f"kernel {AXIS_NAMES.get(letter, letter)} ({letter})"
+            )
+            static_dim(op, f"the {what} of {name} {shape}", d)
+
+
 def out_sizes(
     op: str,
-    sizes: Sequence[int],
+    sizes: Sequence[Dim],
     kernel: Sequence[int],
     strides: Sequence[int],
     dilation: Sequence[int],
     padding: Sequence[int],
     ceil_mode: bool = False,
-) -> tuple[int, ...]:
+) -> tuple[Dim, ...]:
     """:func:`window_out_size` along every spatial axis (``padding`` as befores then
     afters)."""
     n = len(sizes)

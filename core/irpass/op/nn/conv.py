@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.attrs import Attrs
+from ...ir.dims import Dim
 from ...ir.nodes import Call
 from ...ir.op import AttrField, OpPattern, attr_optional_dtype
 from ...ir.types import TensorType, Type
@@ -39,6 +40,7 @@ from .._common import (
     check_same_dtype,
     layout_dims,
     make_call,
+    match_dims,
     register,
     result,
     tensor_arg,
@@ -53,6 +55,7 @@ from ._window import (
     data_layouts,
     exact_sum_dtype,
     out_sizes,
+    static_window_shape,
     tap_slices,
     taps,
 )
@@ -66,8 +69,15 @@ _OPS = {1: "nn.conv1d", 2: "nn.conv2d", 3: "nn.conv3d"}
 _IM2COL_BYTES = 64 << 20
 
 
-def check_groups(op: str, channels: int, w: dict[str, int], groups: int, where: str) -> None:
-    """``ValueError`` unless ``channels`` data channels and an OI... weight fit ``groups``."""
+def check_groups(op: str, channels: Dim, w: dict[str, int], groups: int, where: str) -> None:
+    """``ValueError`` unless ``channels`` data channels and an OI... weight fit ``groups``.
+
+    Symbolic data channels are assumed to be the weight's (the run time checks them);
+    the weight's own dims must be static (:func:`static_window_shape`)."""
+    if type(channels) is not int:
+        match_dims(op, f"data channels and weight input channels x groups {where}",
+                   channels, w["I"] * groups)
+        channels = w["I"] * groups
     if channels % groups:
         raise ValueError(
             f"{op}: data has {channels} channels, not divisible by groups {groups} {where}"
@@ -94,6 +104,7 @@ def _conv_rel(ndim: int):
         dl, kl = attrs["data_layout"], attrs["kernel_layout"]
         check_rank(data, ndim + 2, op, "data", dl)
         check_rank(weight, ndim + 2, op, "weight", kl)
+        static_window_shape(op, "weight", weight.shape, kl)
         d = layout_dims(data.shape, dl)
         w = layout_dims(weight.shape, kl)
         groups = attrs["groups"]

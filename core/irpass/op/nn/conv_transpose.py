@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.attrs import Attrs
+from ...ir.dims import Dim
 from ...ir.nodes import Call
 from ...ir.op import AttrField, OpPattern, attr_optional_dtype
 from ...ir.types import TensorType, Type
@@ -39,6 +40,8 @@ from .._common import (
     check_dtype,
     check_rank,
     check_same_dtype,
+    dims_may_agree,
+    known_gt,
     layout_dims,
     make_call,
     register,
@@ -55,6 +58,7 @@ from ._window import (
     attr_weight_layout,
     data_layouts,
     exact_sum_dtype,
+    static_window_shape,
     taps,
 )
 from .dense import compute_dtype
@@ -67,11 +71,12 @@ _COL_BYTES = 64 << 20
 
 
 def _out_size(
-    op: str, axis: str, size: int, kernel: int, stride: int, dilation: int, extra: int,
+    op: str, axis: str, size: Dim, kernel: int, stride: int, dilation: int, extra: int,
     crop: int,
-) -> int:
+) -> Dim:
     full = stride * (size - 1) + dilation * (kernel - 1) + 1 + extra
-    if full - crop < 1:
+    # a symbolic size: only a provably empty output is an error (the run time checks it)
+    if known_gt(1, full - crop):
         raise ValueError(
             f"{op}: the output would have {full - crop} elements along {axis}: the full "
             f"result has {full} (input {size}, kernel {kernel}, stride {stride}, dilation "
@@ -91,10 +96,13 @@ def _conv_transpose_rel(ndim: int):
         dl, kl = attrs["data_layout"], attrs["kernel_layout"]
         check_rank(data, ndim + 2, op, "data", dl)
         check_rank(weight, ndim + 2, op, "weight", kl)
+        static_window_shape(op, "weight", weight.shape, kl)
         d = layout_dims(data.shape, dl)
         w = layout_dims(weight.shape, kl)
         groups = attrs["groups"]
         where = f"(data_layout {dl}, kernel_layout {kl}, groups {groups})"
+        if type(d["C"]) is not int and dims_may_agree(d["C"], w["I"]):
+            d["C"] = w["I"]  # symbolic data channels: the weight's, checked at run time
         if w["I"] != d["C"]:
             raise ValueError(
                 f"{op}: weight {weight.shape} has {w['I']} input channels (I) but data has "

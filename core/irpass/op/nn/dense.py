@@ -20,13 +20,16 @@ from ...ir.types import TensorType, Type
 from .._common import (
     NUMERIC_DTYPES,
     attr_optional_positive_int,
+    broadcast_shapes,
     check_dtype,
     check_rank,
     check_same_dtype,
+    dims_may_agree,
     make_call,
     normalize_axis,
     register,
     result,
+    shapes_may_agree,
     tensor_arg,
 )
 
@@ -48,12 +51,12 @@ def _dense_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise ValueError(f"nn.dense: data must have at least 1 dimension, got {data}")
     check_rank(weight, 2, "nn.dense", "weight (units, in_features)")
     units, in_features = weight.shape
-    if data.shape[-1] != in_features:
+    if data.shape[-1] != in_features and not dims_may_agree(data.shape[-1], in_features):
         raise ValueError(
             f"nn.dense: data has {data.shape[-1]} features (last axis of {data.shape}) but "
             f"weight {weight.shape} expects {in_features} (weight is (units, in_features))"
         )
-    if attrs["units"] is not None and attrs["units"] != units:
+    if attrs["units"] is not None and attrs["units"] != units and type(units) is int:
         raise ValueError(f"nn.dense: units={attrs['units']} but weight {weight.shape} has {units}")
     return TensorType(data.shape[:-1] + (units,), attrs["out_dtype"] or dtype)
 
@@ -96,12 +99,16 @@ def _batch_matmul_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     check_rank(y, 3, op, "y (batch, N, K)" if attrs["transpose_b"] else "y (batch, K, N)")
     bx, m, kx = x.shape if not attrs["transpose_a"] else (x.shape[0], x.shape[2], x.shape[1])
     by, ky, n = (y.shape[0], y.shape[2], y.shape[1]) if attrs["transpose_b"] else y.shape
-    if kx != ky:
+    if not dims_may_agree(kx, ky):
         raise ValueError(
             f"nn.batch_matmul: reduction dims differ: x {x.shape} gives K={kx} "
             f"(transpose_a={attrs['transpose_a']}), y {y.shape} gives K={ky} "
             f"(transpose_b={attrs['transpose_b']})"
         )
+    if type(bx) is not int or type(by) is not int:
+        # symbolic batch sizes broadcast by the common rules (n vs 1 -> n, n vs m -> n)
+        (batch,) = broadcast_shapes(op, ("x batch", (bx,)), ("y batch", (by,)))
+        return TensorType((batch, m, n), attrs["out_dtype"] or dtype)
     if bx != by and 1 not in (bx, by):
         raise ValueError(
             f"nn.batch_matmul: batch sizes {bx} (x) and {by} (y) differ and neither is 1"
@@ -160,7 +167,7 @@ def _bias_add_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     if data.ndim == 0:
         raise ValueError(f"nn.bias_add: data must have at least one dimension, got {data}")
     axis = normalize_axis(attrs["axis"], data.ndim, "nn.bias_add")
-    if bias.shape != (data.shape[axis],):
+    if not shapes_may_agree(bias.shape, (data.shape[axis],)):
         raise ValueError(
             f"nn.bias_add: bias must have shape ({data.shape[axis]},) to match axis {axis} of "
             f"data {data.shape}, got {bias.shape}"

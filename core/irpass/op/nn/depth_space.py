@@ -51,7 +51,8 @@ def _from_nchw(shape: tuple[int, ...], layout: str) -> tuple[int, ...]:
 def _depth_to_space_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data, (n, c, h, w) = _nchw_shape("nn.depth_to_space", arg_types, attrs)
     b = attrs["block_size"]
-    if c % (b * b):
+    # a symbolic channel count is assumed to be a multiple (the kernel checks it)
+    if type(c) is int and c % (b * b):
         raise ValueError(
             f"nn.depth_to_space: the {c} channels of data {data} are not a multiple of "
             f"block_size**2 = {b * b}"
@@ -75,7 +76,8 @@ def _depth_to_space_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
 def _space_to_depth_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data, (n, c, h, w) = _nchw_shape("nn.space_to_depth", arg_types, attrs)
     b = attrs["block_size"]
-    if h % b or w % b:
+    # symbolic sizes are assumed to be multiples (the kernel checks them)
+    if (type(h) is int and h % b) or (type(w) is int and w % b):
         raise ValueError(
             f"nn.space_to_depth: the height {h} and width {w} of data {data} must be "
             f"multiples of block_size {b}"

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.attrs import Attrs
+from ...ir.dims import Dim
 from ...ir.nodes import Call
 from ...ir.op import REQUIRED, AttrField, OpPattern, attr_bool, attr_float, attr_int
 from ...ir.types import TensorType, TupleType, Type
@@ -24,9 +25,11 @@ from .._common import (
     attr_positive_int,
     check_dtype,
     make_call,
+    match_dims,
     normalize_axis,
     register,
     result,
+    shapes_may_agree,
     tensor_arg,
 )
 
@@ -42,8 +45,11 @@ def _attr_epsilon(value: Any, where: str) -> float:
 
 def _check_params(
     op: str, data: TensorType, axis: int, params: list[tuple[str, Type]]
-) -> tuple[int, int]:
-    """Check the per-channel parameter vectors; returns (axis, channels)."""
+) -> tuple[int, Dim]:
+    """Check the per-channel parameter vectors; returns (axis, channels).
+
+    Symbolic sizes are assumed to agree unless they provably differ (the run time
+    checks them), and a static size among them is the one returned."""
     check_dtype(data, FLOAT_DTYPES, op, "data")
     if data.ndim == 0:
         raise ValueError(f"{op}: data must have at least one dimension, got {data}")
@@ -54,10 +60,12 @@ def _check_params(
         if t.dtype != data.dtype:
             raise TypeError(f"{op}: {name} has dtype {t.dtype} but data has {data.dtype}")
         if t.shape != (channels,):
-            raise ValueError(
-                f"{op}: {name} must have shape ({channels},) to match axis {axis} of data "
-                f"{data.shape}, got {t.shape}"
-            )
+            if not shapes_may_agree(t.shape, (channels,)):
+                raise ValueError(
+                    f"{op}: {name} must have shape ({channels},) to match axis {axis} of data "
+                    f"{data.shape}, got {t.shape}"
+                )
+            channels = match_dims(op, f"{name} and axis {axis} of data", channels, t.shape[0])
     return axis, channels
 
 
@@ -211,7 +219,7 @@ def _grouped_rel(op: str, arg_types: tuple[Type, ...], attrs: Attrs, groups: int
                                    [("gamma", arg_types[1]), ("beta", arg_types[2])])
     if axis == 0:
         raise ValueError(f"{op}: axis must name the channel axis, not the batch axis 0")
-    if groups is not None and channels % groups:
+    if groups is not None and type(channels) is int and channels % groups:
         raise ValueError(f"{op}: num_groups {groups} does not divide the {channels} channels of "
                          f"axis {axis} of data {data.shape}")
     return data

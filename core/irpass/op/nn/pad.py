@@ -15,7 +15,7 @@ from ...ir.attrs import Attrs
 from ...ir.nodes import Call, Constant
 from ...ir.op import AttrField, OpPattern, attr_choice, attr_float
 from ...ir.types import TensorType, Type
-from .._common import attr_pad_width, make_call, register, tensor_arg
+from .._common import attr_pad_width, known_ge, make_call, register, tensor_arg
 
 __all__ = ["pad"]
 
@@ -30,7 +30,10 @@ def _pad_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
         )
     mode = attrs["pad_mode"]
     for axis, ((before, after), size) in enumerate(zip(width, data.shape, strict=True)):
-        if mode == "reflect" and (before >= size or after >= size) and (before or after):
+        # a symbolic size: only a provable error is one (the kernel checks at run time)
+        if mode == "reflect" and (known_ge(before, size) or known_ge(after, size)) and (
+            before or after
+        ):
             raise ValueError(
                 f"nn.pad: reflect padding {(before, after)} on axis {axis} must be smaller "
                 f"than the axis size {size}"
