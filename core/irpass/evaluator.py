@@ -31,18 +31,36 @@ runs on read-only views of the inputs (so no kernel can change a caller's
 array) and copies a result array only when it is read-only (an input, a
 constant or a view of one) or shares its buffer with an earlier part of the
 same result.
+
+Symbolic shapes (:mod:`irpass.ir.dims`): a function whose params have types with
+size variables (``Tensor[(n, 16), float32]``) binds them, each time it is
+called, from the shapes of the values it gets, as TVM Relax binds the
+symbolic vars of a function's signature: a dim that is a lone variable binds
+it (two params disagreeing on it is an error naming both), then every compound
+dim (``n * 4``) is checked against the bound values. Each activation has its
+own bindings, so each round of a recursive loop binds anew; a local function
+starts from the bindings of the activation that created it (a param of it
+naming an outer variable is checked against the outer value). Op calls then
+run with those values: symbolic attributes (``reshape(%x, newshape=[n, -1])``)
+reach the kernel as ints, and each result is checked against the call's type
+with the size variables bound -- the run-time check of what a type relation
+assumed and could not prove (``n`` and ``m`` broadcast to ``n``), as Relax's
+``match_cast`` is. Functions without size variables pay nothing for this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .errors import EvaluationError
 from .ir.analysis import FreeVarTable
+from .ir.attrs import Attrs
 from .ir.describe import describe
+from .ir.dims import DimExpr, SizeVar, free_vars
+from .ir.dims import evaluate as eval_dim
 from .ir.expr import Expr
 from .ir.module import IRModule
 from .ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -57,10 +75,12 @@ class Closure:
     """A function value: a :class:`Function` with the values of its free vars.
 
     ``name`` is the global function's name for module functions (``None`` for
-    local functions). Calling it from Python evaluates the function.
+    local functions). ``sizes`` holds the size variables bound where a local
+    function was created (its body may use them). Calling it from Python
+    evaluates the function.
     """
 
-    __slots__ = ("func", "env", "name", "mod")
+    __slots__ = ("func", "env", "name", "mod", "sizes")
 
     def __init__(
         self,
@@ -68,19 +88,22 @@ class Closure:
         env: Mapping[Var, Any],
         name: str | None = None,
         mod: IRModule | None = None,
+        sizes: _Sizes | None = None,
     ) -> None:
         self.func = func
         self.env = dict(env)
         self.name = name
         self.mod = mod
+        self.sizes = sizes
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function on ``args`` (checked and converted like :func:`evaluate`'s).
 
         The result follows :func:`evaluate`'s rule: fresh, writable arrays.
         """
-        values = _bind_inputs(self.func, args, kwargs)
-        return _export(_Interpreter(self.mod, self.func).call(self, values))
+        label = f"@{self.name}" if self.name else "the function"
+        values = _bind_inputs(self.func, args, kwargs, label)
+        return _export(_Interpreter(self.mod, self.func).call(self, values, label))
 
     def __repr__(self) -> str:
         what = f"@{self.name}" if self.name else f"fn with {len(self.func.params)} param(s)"
@@ -103,6 +126,15 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
     or duplicate input, or one of the wrong shape or dtype, raises
     ``ValueError`` naming the parameter.
 
+    A parameter type with size variables (``Tensor[(n, 16), float32]``) takes
+    any array of its rank and dtype whose static dims match; the inputs bind
+    the variables (``n`` is the size of that dim), which must agree wherever a
+    variable appears as a dim of its own, and compound dims (``n * 4``) must
+    equal their value: otherwise a ``ValueError`` names both parameters, the
+    dim and the symbol. Results of op calls are then checked against their
+    types with those values (:class:`irpass.EvaluationError` naming the call,
+    its type and the values of its size variables).
+
     Returns a numpy array, a (nested) Python tuple for a tuple result, or a
     :class:`Closure` for a function result. Every returned array is fresh and
     writable: it never shares memory with an input, a constant of the
@@ -118,9 +150,8 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
         mod = infer_type(mod)
         main = mod["main"]
         closure = Closure(main, {}, "main", mod)
-        return _export(
-            _Interpreter(mod).call(closure, _bind_inputs(main, args, kwargs, "@main"))
-        )
+        values = _bind_inputs(main, args, kwargs, "@main")
+        return _export(_Interpreter(mod).call(closure, values, "@main"))
     if not isinstance(func_or_mod, Expr):
         raise TypeError(
             "evaluate needs an IRModule, a Function or an expression, "
@@ -136,7 +167,8 @@ def evaluate(func_or_mod: IRModule | Function | Expr, *args: Any, **kwargs: Any)
         )
     if isinstance(expr, Function):
         closure = Closure(expr, {})
-        return _export(_Interpreter(None, expr).call(closure, _bind_inputs(expr, args, kwargs)))
+        values = _bind_inputs(expr, args, kwargs)
+        return _export(_Interpreter(None, expr).call(closure, values, "the function"))
     if args or kwargs:
         raise ValueError(
             f"evaluate: a {type(expr).__name__} expression takes no inputs, got "
@@ -219,7 +251,7 @@ def _convert(value: Any, ty: Type, where: str) -> Any:
 def _convert_tensor(value: Any, ty: TensorType, where: str) -> np.ndarray:
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
-        if arr.dtype.name != ty.dtype or arr.shape != ty.shape:
+        if arr.dtype.name != ty.dtype or (arr.shape != ty.shape and not _fits(arr.shape, ty)):
             raise ValueError(
                 f"{where}: expected {ty}, got an array of shape {arr.shape} and dtype "
                 f"{arr.dtype.name}"
@@ -234,7 +266,7 @@ def _convert_tensor(value: Any, ty: TensorType, where: str) -> np.ndarray:
             raise ValueError(f"{where}: cannot convert {value!r} to {ty}: {exc}") from None
         if plain.dtype.kind not in "biuf":
             raise ValueError(f"{where}: expected numbers for {ty}, got {value!r}")
-        if arr.shape != ty.shape:
+        if arr.shape != ty.shape and not _fits(arr.shape, ty):
             raise ValueError(
                 f"{where}: expected {ty}, got a {type(value).__name__} of shape {arr.shape}"
             )
@@ -258,6 +290,14 @@ def _convert_tensor(value: Any, ty: TensorType, where: str) -> np.ndarray:
         return _read_only(arr)
     raise ValueError(
         f"{where}: expected {ty} (a numpy array, number or list), got {type(value).__name__}"
+    )
+
+
+def _fits(shape: tuple[int, ...], ty: TensorType) -> bool:
+    """Whether ``shape`` has the rank and the static dims of ``ty`` (its symbolic dims are
+    bound and checked with the other params, see :func:`_bind_sizes`)."""
+    return len(shape) == len(ty.shape) and all(
+        type(d) is not int or d == s for d, s in zip(ty.shape, shape, strict=True)
     )
 
 
@@ -300,6 +340,219 @@ class _Missing:
 _MISSING: Any = _Missing()
 
 
+# -- size variables ----------------------------------------------------------------------
+
+
+class _Sizes:
+    """The size variables bound in an activation, and what the activation computed from them.
+
+    ``values`` maps each variable's name to its value; ``shapes`` caches the concrete shape
+    of each symbolic result type met (by ``id``: the types live on the program's nodes,
+    which outlive the run) and ``attrs`` the attrs of each call with the values put in
+    (by ``id``, and ``attr_values`` by value for the symbolic ones: equal calls often
+    have equal attrs in distinct objects). A local function created in the activation
+    shares this object (the same values).
+    """
+
+    __slots__ = ("values", "shapes", "attrs", "attr_values")
+
+    def __init__(self, values: dict[str, int]) -> None:
+        self.values = values
+        self.shapes: dict[int, tuple[int, ...]] = {}
+        self.attrs: dict[int, Attrs] = {}
+        self.attr_values: dict[Attrs, Attrs] = {}
+
+    def describe(self, names: Iterable[str]) -> str:
+        """``n = 2, seq = 7`` for the bound ones of ``names``, in order of name."""
+        values = self.values
+        return ", ".join(f"{n} = {values[n]}" for n in sorted(names) if n in values)
+
+
+class _SymbolicMemo(dict):  # type: ignore[type-arg]
+    """The memo table of an activation with size variables bound (``sizes``).
+
+    A plain ``dict`` is the memo of every other activation: telling the two apart is
+    one ``type(memo)`` test, so op calls in functions without size variables pay no
+    lookup of bindings they do not have.
+    """
+
+    __slots__ = ("sizes",)
+
+    sizes: _Sizes
+
+
+class _Plan:
+    """How a function's params bind its size variables.
+
+    ``lone``: ``(param index, field path, dim index, name)`` of each dim that is a lone
+    size variable, in param order (the first binds, later ones are checked);
+    ``compound``: ``(param index, field path, dim index, expr)`` of each other symbolic
+    dim, checked once the lone ones are bound.
+    """
+
+    __slots__ = ("lone", "compound")
+
+    def __init__(
+        self,
+        lone: tuple[tuple[int, tuple[int, ...], int, str], ...],
+        compound: tuple[tuple[int, tuple[int, ...], int, DimExpr], ...],
+    ) -> None:
+        self.lone = lone
+        self.compound = compound
+
+
+def _param_type(p: Var) -> Type:
+    return p.checked_type if p._checked_type is not None else p.type_annotation
+
+
+def _make_plan(func: Function) -> _Plan | None:
+    """The binding plan of ``func``'s params; ``None`` when no param type has a size var."""
+    lone: list[tuple[int, tuple[int, ...], int, str]] = []
+    compound: list[tuple[int, tuple[int, ...], int, DimExpr]] = []
+    for i, p in enumerate(func.params):
+        stack: list[tuple[tuple[int, ...], Type]] = [((), _param_type(p))]
+        while stack:
+            path, ty = stack.pop()
+            if isinstance(ty, TensorType):
+                for k, d in enumerate(ty.shape):
+                    if type(d) is int:
+                        continue
+                    if isinstance(d, SizeVar):
+                        lone.append((i, path, k, d.name))
+                    else:
+                        compound.append((i, path, k, d))  # type: ignore[arg-type]
+            elif isinstance(ty, TupleType):
+                # Pushed last field first, so fields are seen (and bind) in order.
+                for j in range(len(ty.fields) - 1, -1, -1):
+                    stack.append(((*path, j), ty.fields[j]))
+            # A function-typed param brings a closure with its own bindings.
+    if not lone and not compound:
+        return None
+    return _Plan(tuple(lone), tuple(compound))
+
+
+def _field(value: Any, path: tuple[int, ...]) -> Any:
+    for j in path:
+        value = value[j]
+    return value
+
+
+def _param_where(params: tuple[Var, ...], i: int, path: tuple[int, ...], label: str) -> str:
+    """``parameter %x (position 0)``, then `` of <label>`` if a label is given, then the
+    tuple fields (the way :func:`_bind_inputs` names params)."""
+    of = f" of {label}" if label else ""
+    fields = "".join(f" field {j}" for j in path)
+    return f"parameter %{params[i].name_hint} (position {i}){of}{fields}"
+
+
+def _bind_sizes(
+    plan: _Plan,
+    params: tuple[Var, ...],
+    values: list[Any],
+    inherited: _Sizes | None,
+    label: str,
+) -> dict[str, int]:
+    """The size variables ``values`` bind by ``plan`` (over the ``inherited`` ones).
+
+    ``ValueError`` naming the parameters, the dim and the symbol when two dims that
+    are the same variable disagree, a compound dim has another value, or a compound
+    dim uses a variable no param binds on its own.
+    """
+    bound: dict[str, int] = dict(inherited.values) if inherited is not None else {}
+    setter: dict[str, tuple[int, tuple[int, ...]]] = {}
+    for i, path, k, name in plan.lone:
+        size = _field(values[i], path).shape[k]
+        old = bound.get(name)
+        if old is None:
+            bound[name] = size
+            setter[name] = (i, path)
+        elif old != size:
+            first = setter.get(name)
+            by = (
+                _param_where(params, first[0], first[1], "")
+                if first is not None
+                else "the function where this one was created"
+            )
+            raise ValueError(
+                f"{_param_where(params, i, path, label)}: dim {k} is {name} = {size}, "
+                f"but {by} set {name} = {old}"
+            )
+    for i, path, k, expr in plan.compound:
+        shape = _field(values[i], path).shape
+        where = _param_where(params, i, path, label)
+        unbound = sorted(free_vars(expr) - bound.keys())
+        if unbound:
+            raise ValueError(
+                f"{where}: dim {k} is {expr}, but no parameter has {', '.join(unbound)} as a "
+                "dim of its own, so its value is unknown (give a parameter a dim that is "
+                f"{unbound[0]} alone)"
+            )
+        want = eval_dim(expr, bound)
+        if shape[k] != want:
+            given = ", ".join(f"{n} = {bound[n]}" for n in sorted(free_vars(expr)))
+            raise ValueError(
+                f"{where}: dim {k} is {expr} = {want} with {given}, but the array has "
+                f"{shape[k]} there (shape {shape})"
+            )
+    return bound
+
+
+def _concrete_shape(ty: TensorType, sizes: _Sizes | None, op: Op, call: Call) -> tuple[int, ...]:
+    """``ty.shape`` with the bound values put in; ``EvaluationError`` for an unbound variable."""
+    if sizes is not None:
+        shape = sizes.shapes.get(id(ty))
+        if shape is not None:
+            return shape
+    values = sizes.values if sizes is not None else {}
+    names: set[str] = set()
+    for d in ty.shape:
+        names |= free_vars(d)
+    unbound = sorted(names - values.keys())
+    if unbound:
+        raise EvaluationError(
+            f"evaluate: the type {ty} of the call of op {op.name!r} uses the size variable"
+            f"{'s' if len(unbound) > 1 else ''} {', '.join(unbound)}, which no parameter of "
+            "the function running it (or of the functions around it) binds, so the result "
+            f"cannot be checked\n  at: {describe(call)}"
+        )
+    shape = tuple([d if type(d) is int else eval_dim(d, values) for d in ty.shape])
+    if sizes is not None:
+        sizes.shapes[id(ty)] = shape
+    return shape
+
+
+def _has_dims(value: Any) -> bool:
+    """Whether an attribute value holds a symbolic dim (attr tuples nest a level or two)."""
+    if isinstance(value, DimExpr):
+        return True
+    return type(value) is tuple and any(_has_dims(v) for v in value)
+
+
+def _put_values(value: Any, values: Mapping[str, int]) -> Any:
+    if isinstance(value, DimExpr):
+        return eval_dim(value, values)
+    if type(value) is tuple:
+        return tuple([_put_values(v, values) for v in value])
+    return value
+
+
+def _arguments_text(call: Call, args: tuple[Any, ...], sizes: _Sizes) -> str:
+    """The call's arguments with their types and actual shapes, and the values of the size
+    variables of those types, for run-time check errors."""
+    parts = []
+    names: set[str] = set()
+    for a, v in zip(call.args, args, strict=True):
+        ty = a._checked_type
+        if isinstance(ty, TensorType):
+            for d in ty.shape:
+                names |= free_vars(d)
+        got = f"shape {v.shape}" if isinstance(v, np.ndarray) else f"a {type(v).__name__}"
+        operand = f"%{a.name_hint}" if type(a) is Var else describe(a, 40)
+        parts.append(f"{operand}: {ty} has {got}")
+    values = sizes.describe(names)
+    return "; ".join(parts) + (f" (with {values})" if values else "")
+
+
 # -- the interpreter -----------------------------------------------------------------------
 
 # States of a work item.
@@ -318,21 +571,61 @@ class _Interpreter:
         self.globals: dict[str, Closure] = {}
         # Filled on the first closure made: the free vars of every function at once.
         self.free_vars: FreeVarTable | None = None
+        # How each function called so far binds its size variables (None: it has none).
+        self.plans: dict[Function, _Plan | None] = {}
+        # Whether each Attrs object met in a function with size variables holds a
+        # symbolic dim (by id: the attrs live on the program's calls, which outlive the run).
+        self.symbolic_attrs: dict[int, bool] = {}
 
-    def call(self, closure: Closure, args: list[Any]) -> Any:
-        """Call ``closure`` on already-checked argument values."""
-        return self._run(closure.func.body, self._activation(closure, args))
+    def call(self, closure: Closure, args: list[Any], label: str) -> Any:
+        """Call ``closure`` on already-checked argument values (the inputs of ``label``:
+        ``ValueError`` naming its params if they bind size variables inconsistently)."""
+        return self._run(closure.func.body, self._activation(closure, args, label))
 
     def run_closed(self, expr: Expr) -> Any:
         return self._run(expr, {})
 
-    def _activation(self, closure: Closure, args: list[Any]) -> dict[Expr, Any]:
+    def _activation(
+        self, closure: Closure, args: list[Any], label: str, call: Call | None = None
+    ) -> dict[Expr, Any]:
         # Vars and nodes share one memo table per activation: vars are unique
         # objects, so a var's value can live next to the values of expressions.
-        memo: dict[Expr, Any] = dict(closure.env)
-        for p, a in zip(closure.func.params, args, strict=True):
+        func = closure.func
+        try:
+            plan = self.plans[func]
+        except KeyError:
+            plan = self.plans[func] = _make_plan(func)
+        sizes = closure.sizes
+        memo: dict[Expr, Any]
+        if plan is None and sizes is None:
+            memo = dict(closure.env)  # the static case: no bindings to look at
+        else:
+            memo = _SymbolicMemo(closure.env)
+            if plan is not None:
+                sizes = _Sizes(self._bind(plan, func, args, sizes, label, call))
+            memo.sizes = sizes  # type: ignore[attr-defined]
+        for p, a in zip(func.params, args, strict=True):
             memo[p] = a
         return memo
+
+    @staticmethod
+    def _bind(
+        plan: _Plan,
+        func: Function,
+        args: list[Any],
+        inherited: _Sizes | None,
+        label: str,
+        call: Call | None,
+    ) -> dict[str, int]:
+        if call is None:  # the inputs of evaluate or of a Closure called from Python
+            return _bind_sizes(plan, func.params, args, inherited, label)
+        try:
+            return _bind_sizes(plan, func.params, args, inherited, label)
+        except ValueError as exc:
+            # Inside the program: the values were checked against their types already,
+            # so this is a run-time check that failed (or a closure given as an input
+            # that does not have the type its parameter says).
+            raise EvaluationError(f"evaluate: {exc}\n  at: {describe(call)}") from None
 
     def _global(self, gv: GlobalVar) -> Closure:
         closure = self.globals.get(gv.name_hint)
@@ -366,7 +659,9 @@ class _Interpreter:
                     f"evaluate: %{v.name_hint} is used by `{describe(func)}` but has no "
                     "value where the function is created"
                 ) from None
-        closure = Closure(func, env, mod=self.mod)
+        # A local function sees the size variables of the activation creating it.
+        sizes = memo.sizes if type(memo) is _SymbolicMemo else None  # type: ignore[attr-defined]
+        closure = Closure(func, env, mod=self.mod, sizes=sizes)
         if self_var is not None and self_var in fvs:
             closure.env[self_var] = closure
         return closure
@@ -472,7 +767,8 @@ class _Interpreter:
                     # A call of a closure: run its body in a new activation, on this
                     # same stack (no Python recursion however deep the IR recursion).
                     closure = memo[op]
-                    callee = self._activation(closure, [memo[a] for a in node.args])
+                    label = f"@{closure.name}" if closure.name else "a local function"
+                    callee = self._activation(closure, [memo[a] for a in node.args], label, node)
                     source = closure.func.body
                     source_memo = callee
                     tail = _tail_destination(stack, memo, node)
@@ -511,14 +807,92 @@ class _Interpreter:
 
     def _run_kernel(self, call: Call, op: Op, memo: dict[Expr, Any]) -> Any:
         args = tuple([memo[a] for a in call.args])
+        if type(memo) is _SymbolicMemo:
+            return self._run_symbolic_kernel(call, op, args, memo.sizes)
         try:
             out = op.kernel(args, call.attrs)
         except Exception as exc:
+            self._unbound_attrs(call, op)
             raise EvaluationError(
                 f"evaluate: the kernel of op {op.name!r} failed with {type(exc).__name__}: {exc}"
                 f"\n  at: {describe(call)}"
             ) from exc
         return _check_result(out, call.checked_type, op, call)
+
+    def _run_symbolic_kernel(
+        self, call: Call, op: Op, args: tuple[Any, ...], sizes: _Sizes
+    ) -> Any:
+        """Run an op call in an activation with size variables bound: symbolic attributes
+        get their values first, and the result is checked against the type evaluated."""
+        attrs = sizes.attrs.get(id(call.attrs))
+        if attrs is None:
+            attrs = sizes.attrs[id(call.attrs)] = self._concrete_attrs(call, op, sizes)
+        try:
+            out = op.kernel(args, attrs)
+        except Exception as exc:
+            raise EvaluationError(
+                f"evaluate: the kernel of op {op.name!r} failed with {type(exc).__name__}: {exc}"
+                f"\n  at: {describe(call)}"
+                f"\n  arguments: {_arguments_text(call, args, sizes)}"
+            ) from exc
+        ty = call.checked_type
+        # A symbolic type already evaluated in this activation (relations give equal
+        # calls the same type object): compare with its shape, as a static one is.
+        shape = sizes.shapes.get(id(ty))
+        if (
+            shape is not None
+            and type(out) is np.ndarray
+            and out.shape == shape
+            and out.dtype == NUMPY_DTYPES[ty.dtype]  # type: ignore[attr-defined]
+        ):
+            return out
+        return _check_result(out, ty, op, call, "", sizes, args)
+
+    def _symbolic(self, attrs: Attrs) -> bool:
+        found = self.symbolic_attrs.get(id(attrs))
+        if found is None:
+            found = self.symbolic_attrs[id(attrs)] = any(map(_has_dims, attrs.values()))
+        return found
+
+    def _concrete_attrs(self, call: Call, op: Op, sizes: _Sizes) -> Attrs:
+        """``call.attrs`` with the bound value put in for each symbolic dim."""
+        attrs = call.attrs
+        if not self._symbolic(attrs):
+            return attrs
+        done = sizes.attr_values.get(attrs)
+        if done is None:
+            done = sizes.attr_values[attrs] = self._put_sizes(call, op, sizes)
+        return done
+
+    @staticmethod
+    def _put_sizes(call: Call, op: Op, sizes: _Sizes) -> Attrs:
+        attrs = call.attrs
+        values = sizes.values
+        items = {}
+        for name, value in attrs.items():
+            if _has_dims(value):
+                try:
+                    value = _put_values(value, values)
+                except ValueError as exc:  # a size variable no param binds
+                    raise EvaluationError(
+                        f"evaluate: attribute {name} = {_attr_text(attrs[name])} of the call of "
+                        f"op {op.name!r} cannot be given a value: {exc} (no parameter of the "
+                        f"function running it binds it)\n  at: {describe(call)}"
+                    ) from None
+            items[name] = value
+        return Attrs(items)
+
+    def _unbound_attrs(self, call: Call, op: Op) -> None:
+        """After a kernel failed in an activation without size variables: if an attribute
+        holds a symbolic dim (which the kernel got as such), say that instead."""
+        attrs = call.attrs
+        for name, value in attrs.items():
+            if _has_dims(value):
+                raise EvaluationError(
+                    f"evaluate: attribute {name} = {_attr_text(value)} of the call of op "
+                    f"{op.name!r} uses size variables, but no parameter of the function "
+                    f"running it binds any\n  at: {describe(call)}"
+                )
 
 
 def _tail_destination(stack: list, memo: dict, node: Expr) -> tuple[int, dict, Expr] | None:
@@ -548,8 +922,20 @@ def _truth(cond: Any, node: If) -> bool:
     return bool(cond)
 
 
-def _check_result(out: Any, ty: Type, op: Op, call: Call, path: str = "") -> Any:
-    """Check a kernel's result against the call's inferred type; normalize numpy scalars."""
+def _check_result(
+    out: Any,
+    ty: Type,
+    op: Op,
+    call: Call,
+    path: str = "",
+    sizes: _Sizes | None = None,
+    args: tuple[Any, ...] = (),
+) -> Any:
+    """Check a kernel's result against the call's inferred type; normalize numpy scalars.
+
+    A symbolic type is checked with the values of ``sizes`` put in (the run-time check
+    of what its type relation assumed).
+    """
     if isinstance(ty, TensorType):
         expected = NUMPY_DTYPES[ty.dtype]
         if type(out) is np.ndarray and out.shape == ty.shape and out.dtype == expected:
@@ -558,19 +944,54 @@ def _check_result(out: Any, ty: Type, op: Op, call: Call, path: str = "") -> Any
             out = np.asarray(out)
         if not isinstance(out, np.ndarray):
             _kernel_mismatch(op, call, ty, f"a {type(out).__name__}", path)
-        if out.shape != ty.shape or out.dtype.name != ty.dtype:
+        if out.dtype.name != ty.dtype or (out.shape != ty.shape and ty.is_static):
             _kernel_mismatch(
                 op, call, ty, f"an array of shape {out.shape} and dtype {out.dtype.name}", path
             )
+        if out.shape != ty.shape and out.shape != _concrete_shape(ty, sizes, op, call):
+            _symbolic_mismatch(out, ty, op, call, path, sizes, args)
         return out
     if isinstance(ty, TupleType):
         if not isinstance(out, (tuple, list)) or len(out) != len(ty.fields):
             _kernel_mismatch(op, call, ty, f"{type(out).__name__} {out!r:.60}", path)
         return tuple(
-            _check_result(o, t, op, call, f"{path}[{i}]")
+            _check_result(o, t, op, call, f"{path}[{i}]", sizes, args)
             for i, (o, t) in enumerate(zip(out, ty.fields, strict=True))
         )
     return out
+
+
+def _symbolic_mismatch(
+    out: np.ndarray,
+    ty: TensorType,
+    op: Op,
+    call: Call,
+    path: str,
+    sizes: _Sizes | None,
+    args: tuple[Any, ...],
+) -> None:
+    names: set[str] = set()
+    for d in ty.shape:
+        names |= free_vars(d)
+    with_values = f" with {sizes.describe(names)}" if sizes is not None else ""
+    at_field = f" at field {path}" if path else ""
+    arguments = (
+        f"\n  arguments: {_arguments_text(call, args, sizes)}"
+        if args and sizes is not None
+        else ""
+    )
+    raise EvaluationError(
+        f"evaluate: {describe(call)} gave shape {out.shape}{at_field} but its type is {ty}"
+        f"{with_values} (a run-time check of the shapes the type relation of {op.name!r} "
+        "could not compare statically and assumed to agree)"
+        f"{arguments}"
+    )
+
+
+def _attr_text(value: Any) -> str:
+    if type(value) is tuple:
+        return "[" + ", ".join(map(_attr_text, value)) + "]"
+    return str(value)
 
 
 def _kernel_mismatch(op: Op, call: Call, ty: Type, got: str, path: str) -> None:
