@@ -427,3 +427,11 @@ def test_one_function_activated_at_two_sizes_in_one_run():
         np.testing.assert_allclose(out[0], av + 1)
         np.testing.assert_allclose(out[1], bv + 1)
         np.testing.assert_allclose(out[2], av + 1)
+
+
+def test_a_variable_twice_in_one_parameter_must_agree_with_itself():
+    mod = irpass.parse("def @main(%x: Tensor[(n, n), float32]) { %x }")
+    np.testing.assert_array_equal(evaluate(mod, np.eye(3, dtype="float32")), np.eye(3))
+    with pytest.raises(ValueError, match=re.escape(
+            "parameter %x (position 0) of @main: dim 1 is n = 4, but its dim 0 set n = 3")):
+        evaluate(mod, f32(3, 4))

@@ -80,7 +80,7 @@ class Closure:
     evaluates the function.
     """
 
-    __slots__ = ("func", "env", "name", "mod", "sizes")
+    __slots__ = ("func", "env", "name", "mod", "sizes", "_plan")
 
     def __init__(
         self,
@@ -95,6 +95,9 @@ class Closure:
         self.name = name
         self.mod = mod
         self.sizes = sizes
+        # How the params bind size variables (see _Interpreter._activation); False
+        # until the first call works it out.
+        self._plan: _Plan | None | bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function on ``args`` (checked and converted like :func:`evaluate`'s).
@@ -459,20 +462,21 @@ def _bind_sizes(
     dim uses a variable no param binds on its own.
     """
     bound: dict[str, int] = dict(inherited.values) if inherited is not None else {}
-    setter: dict[str, tuple[int, tuple[int, ...]]] = {}
+    setter: dict[str, tuple[int, tuple[int, ...], int]] = {}
     for i, path, k, name in plan.lone:
         size = _field(values[i], path).shape[k]
         old = bound.get(name)
         if old is None:
             bound[name] = size
-            setter[name] = (i, path)
+            setter[name] = (i, path, k)
         elif old != size:
             first = setter.get(name)
-            by = (
-                _param_where(params, first[0], first[1], "")
-                if first is not None
-                else "the function where this one was created"
-            )
+            if first is None:
+                by = "the function where this one was created"
+            elif first[:2] == (i, path):
+                by = f"its dim {first[2]}"
+            else:
+                by = _param_where(params, first[0], first[1], "")
             raise ValueError(
                 f"{_param_where(params, i, path, label)}: dim {k} is {name} = {size}, "
                 f"but {by} set {name} = {old}"
@@ -586,15 +590,22 @@ class _Interpreter:
         return self._run(expr, {})
 
     def _activation(
-        self, closure: Closure, args: list[Any], label: str, call: Call | None = None
+        self, closure: Closure, args: list[Any], label: str | None, call: Call | None = None
     ) -> dict[Expr, Any]:
+        """The memo table of a call of ``closure`` on ``args``: the param values, the captured
+        vars and, if the function has size variables, their bindings. ``label`` names the
+        function in errors about inputs from Python; ``call`` is the call in the program
+        otherwise."""
         # Vars and nodes share one memo table per activation: vars are unique
         # objects, so a var's value can live next to the values of expressions.
         func = closure.func
-        try:
-            plan = self.plans[func]
-        except KeyError:
-            plan = self.plans[func] = _make_plan(func)
+        plan = closure._plan
+        if plan is False:  # the first call of this closure: one plan per function per run
+            try:
+                plan = self.plans[func]
+            except KeyError:
+                plan = self.plans[func] = _make_plan(func)
+            closure._plan = plan
         sizes = closure.sizes
         memo: dict[Expr, Any]
         if plan is None and sizes is None:
@@ -602,7 +613,7 @@ class _Interpreter:
         else:
             memo = _SymbolicMemo(closure.env)
             if plan is not None:
-                sizes = _Sizes(self._bind(plan, func, args, sizes, label, call))
+                sizes = _Sizes(self._bind(plan, closure, args, sizes, label, call))
             memo.sizes = sizes  # type: ignore[attr-defined]
         for p, a in zip(func.params, args, strict=True):
             memo[p] = a
@@ -611,16 +622,18 @@ class _Interpreter:
     @staticmethod
     def _bind(
         plan: _Plan,
-        func: Function,
+        closure: Closure,
         args: list[Any],
         inherited: _Sizes | None,
-        label: str,
+        label: str | None,
         call: Call | None,
     ) -> dict[str, int]:
+        params = closure.func.params
         if call is None:  # the inputs of evaluate or of a Closure called from Python
-            return _bind_sizes(plan, func.params, args, inherited, label)
+            return _bind_sizes(plan, params, args, inherited, label or "the function")
         try:
-            return _bind_sizes(plan, func.params, args, inherited, label)
+            name = f"@{closure.name}" if closure.name else "a local function"
+            return _bind_sizes(plan, params, args, inherited, name)
         except ValueError as exc:
             # Inside the program: the values were checked against their types already,
             # so this is a run-time check that failed (or a closure given as an input
@@ -685,6 +698,7 @@ class _Interpreter:
         # and small ints allocates nothing for the garbage collector to scan.
         push = stack.append
         pop = stack.pop
+        symbolic = _SymbolicMemo  # a local: tested at every op call
         while stack:
             state = pop()
             node = pop()
@@ -762,13 +776,15 @@ class _Interpreter:
                 if t is Call:
                     op = node.op
                     if type(op) is Op:
-                        memo[node] = self._run_kernel(node, op, memo)
+                        if type(memo) is symbolic:
+                            memo[node] = self._run_symbolic_kernel(node, op, memo)
+                        else:
+                            memo[node] = self._run_kernel(node, op, memo)
                         continue
                     # A call of a closure: run its body in a new activation, on this
                     # same stack (no Python recursion however deep the IR recursion).
                     closure = memo[op]
-                    label = f"@{closure.name}" if closure.name else "a local function"
-                    callee = self._activation(closure, [memo[a] for a in node.args], label, node)
+                    callee = self._activation(closure, [memo[a] for a in node.args], None, node)
                     source = closure.func.body
                     source_memo = callee
                     tail = _tail_destination(stack, memo, node)
@@ -807,8 +823,6 @@ class _Interpreter:
 
     def _run_kernel(self, call: Call, op: Op, memo: dict[Expr, Any]) -> Any:
         args = tuple([memo[a] for a in call.args])
-        if type(memo) is _SymbolicMemo:
-            return self._run_symbolic_kernel(call, op, args, memo.sizes)
         try:
             out = op.kernel(args, call.attrs)
         except Exception as exc:
@@ -819,11 +833,11 @@ class _Interpreter:
             ) from exc
         return _check_result(out, call.checked_type, op, call)
 
-    def _run_symbolic_kernel(
-        self, call: Call, op: Op, args: tuple[Any, ...], sizes: _Sizes
-    ) -> Any:
+    def _run_symbolic_kernel(self, call: Call, op: Op, memo: _SymbolicMemo) -> Any:
         """Run an op call in an activation with size variables bound: symbolic attributes
         get their values first, and the result is checked against the type evaluated."""
+        args = tuple([memo[a] for a in call.args])
+        sizes = memo.sizes
         attrs = sizes.attrs.get(id(call.attrs))
         if attrs is None:
             attrs = sizes.attrs[id(call.attrs)] = self._concrete_attrs(call, op, sizes)
