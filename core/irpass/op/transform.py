@@ -192,7 +192,8 @@ def infer_reshape(
                     "of the size variables (give the size instead of -1)"
                 )
             out[infer_at] = quotient
-    if not dims_may_agree(_prod(out), total):
+    count = _prod(out)
+    if count != total and not dims_may_agree(count, total):
         raise ValueError(
             f"{op}: cannot reshape {ishape} ({total} elements) to newshape {tuple(newshape)} "
             f"= {tuple(out)} ({_prod(out)} elements)"
@@ -617,17 +618,21 @@ def _attr_sizes(value: Any, where: str) -> tuple[Dim, ...]:
     return vals
 
 
+_INT = {int}
+
+
 def _broadcast_to_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
     data = tensor_arg(arg_types[0], "broadcast_to", "data")
     shape = attrs["shape"]
-    if data.is_static and {*map(type, shape)} <= {int}:
-        got = broadcast_shapes("broadcast_to", ("data", data.shape), ("shape", shape))
-        if got != shape:
-            raise ValueError(
-                f"broadcast_to: data {data} cannot be broadcast to shape {shape}: numpy's "
-                f"broadcast of the two is {got} (broadcast_to never grows the target shape)"
-            )
+    # broadcast_shapes takes symbolic dims too: equal to the target is the common case
+    got = broadcast_shapes("broadcast_to", ("data", data.shape), ("shape", shape))
+    if got == shape:
         return TensorType(shape, data.dtype)
+    if {*map(type, data.shape), *map(type, shape)} <= _INT:
+        raise ValueError(
+            f"broadcast_to: data {data} cannot be broadcast to shape {shape}: numpy's "
+            f"broadcast of the two is {got} (broadcast_to never grows the target shape)"
+        )
     lead = len(shape) - data.ndim
     if lead < 0:
         raise ValueError(

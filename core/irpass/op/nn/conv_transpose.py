@@ -70,6 +70,9 @@ _OPS = {1: "nn.conv1d_transpose", 2: "nn.conv2d_transpose", 3: "nn.conv3d_transp
 _COL_BYTES = 64 << 20
 
 
+_INT = {int}
+
+
 def _out_size(
     op: str, axis: str, size: Dim, kernel: int, stride: int, dilation: int, extra: int,
     crop: int,
@@ -96,7 +99,8 @@ def _conv_transpose_rel(ndim: int):
         dl, kl = attrs["data_layout"], attrs["kernel_layout"]
         check_rank(data, ndim + 2, op, "data", dl)
         check_rank(weight, ndim + 2, op, "weight", kl)
-        static_window_shape(op, "weight", weight.shape, kl)
+        if not {*map(type, weight.shape)} <= _INT:
+            static_window_shape(op, "weight", weight.shape, kl)
         d = layout_dims(data.shape, dl)
         w = layout_dims(weight.shape, kl)
         groups = attrs["groups"]
