@@ -43,6 +43,12 @@ SmolLM-135M-shaped Llama, T5-small, Whisper-tiny and ViT-B/16 at batch 1 and seq
 128, random weights) into ``DIR`` with its own ``models.json``: the models users wait on,
 for ``benchmarks/bench_zoo.py --models-dir DIR``. They are tens to hundreds of megabytes, so
 they are never committed and the 1 MB limit does not apply.
+
+``--size dynamic`` exports a subset (:data:`DYNAMIC`) in the small configurations with a
+dynamic batch dim, and a dynamic sequence length for text inputs (``dynamic_axes`` for the
+TorchScript exporter, ``dynamic_shapes`` for dynamo; position tables 256 long so that
+sequences up to 128 fit) into ``models/dynamic/``, each checked in onnxruntime against torch
+at the export size and at batch 3 (and length 16): the symbolic-shape test models.
 """
 
 from __future__ import annotations
@@ -90,6 +96,19 @@ class Sizes:
 SMALL = Sizes(batch=2, seq=8, image=IMAGE, ids=VOCAB)
 FULL = Sizes(batch=1, seq=128, image=224, ids=1000)
 
+#: The models ``--size dynamic`` exports (names of :func:`all_specs`), and the sizes at which
+#: each export is checked against torch besides the export size: (batch, sequence length).
+DYNAMIC = ("tv_resnet18", "tv_mobilenet_v3_small", "tv_vit", "hf_bert_sdpa_mask",
+           "hf_bert_eager_mask", "hf_distilbert_sdpa_mask", "hf_gpt2_sdpa_mask",
+           "hf_llama_sdpa_mask", "hf_vit_sdpa", "hf_whisper_encoder_sdpa")
+DYNAMIC_CHECK = (3, 16)
+#: Config changes of the dynamic exports: position tables long enough for 128 tokens.
+DYNAMIC_CONFIGS: dict[str, dict[str, Any]] = {
+    "hf_bert": {"max_position_embeddings": 256}, "hf_distilbert":
+    {"max_position_embeddings": 256}, "hf_gpt2": {"n_positions": 256},
+    "hf_llama": {"max_position_embeddings": 256},
+}
+
 
 @dataclass
 class InputSpec:
@@ -100,6 +119,8 @@ class InputSpec:
     dtype: str  # numpy dtype name
     kind: str  # "float", "ids" (integers in [0, high)) or "mask" (0/1 padding mask)
     high: int | None = None
+    #: the dynamic dims of a --size dynamic export: index -> size variable name
+    dynamic: dict[int, str] = field(default_factory=dict)
 
     def sample(self, rng: np.random.Generator) -> np.ndarray:
         """Seeded valid values (the same rules the tests use, see models.json)."""
@@ -111,6 +132,8 @@ class InputSpec:
                                "kind": self.kind}
         if self.high is not None:
             out["high"] = self.high
+        if self.dynamic:
+            out["dynamic"] = {str(k): v for k, v in self.dynamic.items()}
         return out
 
 
@@ -458,14 +481,18 @@ FULL_TORCHVISION: dict[str, tuple[str, str]] = {
 }
 
 
-def transformers_specs(sizes: Sizes = SMALL, full: bool = False) -> list[ModelSpec]:
+def transformers_specs(sizes: Sizes = SMALL, full: bool = False,
+                       dynamic: bool = False) -> list[ModelSpec]:
     """Every transformers model: each text model with SDPA and eager attention, with and
     without a mask input; T5's full seq2seq forward; Whisper's encoder and a decoder step;
-    ViT. ``full``: in the real sizes of :data:`FULL_CONFIGS`."""
+    ViT. ``full``: in the real sizes of :data:`FULL_CONFIGS`; ``dynamic``: with the changes
+    of :data:`DYNAMIC_CONFIGS`."""
     import transformers
 
     def config(name: str, tiny: dict[str, Any]) -> dict[str, Any]:
-        return FULL_CONFIGS[name] if full else tiny
+        if full:
+            return FULL_CONFIGS[name]
+        return {**tiny, **DYNAMIC_CONFIGS.get(name, {})} if dynamic else tiny
 
     t5_config = config("hf_t5", _T5_CONFIG)
     whisper_config = config("hf_whisper", _WHISPER_CONFIG)
@@ -558,12 +585,36 @@ def all_specs(full: bool = False) -> list[ModelSpec]:
     return specs + transformers_specs(sizes, full)
 
 
+#: The dynamic dims of each input name a model of :data:`DYNAMIC` takes.
+_DYNAMIC_DIMS: dict[str, dict[int, str]] = {
+    "input": {0: "batch"}, "pixel_values": {0: "batch"}, "input_features": {0: "batch"},
+    "input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+}
+
+
+def dynamic_specs() -> list[ModelSpec]:
+    """The models of :data:`DYNAMIC`, small, with dynamic batch and sequence dims."""
+    specs = [s for s in all_specs()[:len(TORCHVISION)] + transformers_specs(SMALL, dynamic=True)
+             if s.name in DYNAMIC]
+    for spec in specs:
+        for i in spec.inputs:
+            i.dynamic = dict(_DYNAMIC_DIMS[i.name])
+    return specs
+
+
 # -- export and check ------------------------------------------------------------------------
 
 
-def _torch_inputs(spec: ModelSpec, seed: int) -> tuple[list[np.ndarray], tuple[torch.Tensor, ...]]:
+def _torch_inputs(spec: ModelSpec, seed: int, sizes: dict[str, int] | None = None,
+                  ) -> tuple[list[np.ndarray], tuple[torch.Tensor, ...]]:
+    """Seeded inputs at the export size, or with the dynamic dims set by ``sizes``."""
     rng = np.random.default_rng(seed)
-    arrays = [i.sample(rng) for i in spec.inputs]
+    specs = spec.inputs
+    if sizes:
+        specs = [InputSpec(i.name, tuple(sizes.get(i.dynamic.get(k, ""), d)
+                                         for k, d in enumerate(i.shape)),
+                           i.dtype, i.kind, i.high) for i in specs]
+    arrays = [i.sample(rng) for i in specs]
     return arrays, tuple(torch.from_numpy(a) for a in arrays)
 
 
@@ -604,18 +655,33 @@ def _cumsum_symbolic(g: Any, self: Any, dim: Any, dtype: Any) -> Any:
 
 def export(model: torch.nn.Module, args: tuple[torch.Tensor, ...], spec: ModelSpec,
            exporter: str, opset: int, path: Path) -> None:
-    """Export ``model`` called on ``args`` to ``path`` with static shapes."""
+    """Export ``model`` called on ``args`` to ``path``, with the inputs' dynamic dims."""
     names = [i.name for i in spec.inputs]
+    dynamic = any(i.dynamic for i in spec.inputs)
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         if exporter == "torchscript":
+            axes = {i.name: i.dynamic for i in spec.inputs if i.dynamic} if dynamic else None
             torch.onnx.export(model, args, str(path), dynamo=False, opset_version=opset,
                               input_names=names, output_names=spec.outputs,
-                              do_constant_folding=True)
+                              do_constant_folding=True, dynamic_axes=axes)
         else:
+            shapes = None
+            if dynamic:
+                from torch.export import Dim
+
+                made: dict[str, Any] = {}
+                shapes = tuple({k: made.setdefault(v, Dim(v, min=1, max=256))
+                                for k, v in i.dynamic.items()} or None for i in spec.inputs)
+                import inspect
+
+                params = inspect.signature(model.forward).parameters.values()
+                if any(p.kind is p.VAR_POSITIONAL for p in params):
+                    shapes = (shapes,)  # forward(*args): one argument, the tuple
             torch.onnx.export(model, args, str(path), dynamo=True, opset_version=opset,
                               input_names=names, output_names=spec.outputs,
-                              external_data=False, verbose=False, optimize=True)
+                              external_data=False, verbose=False, optimize=True,
+                              dynamic_shapes=shapes)
 
 
 def _strip(path: Path) -> onnx.ModelProto:
@@ -711,6 +777,13 @@ def make(spec: ModelSpec, exporter: str, opset: int, out: Path = HERE,
         export(model, args, spec, exporter, opset, path)
         proto = _strip(path)
         got = _onnxruntime(path, [i.name for i in spec.inputs], arrays)
+        if any(i.dynamic for i in spec.inputs):  # and at another size
+            batch, seq = DYNAMIC_CHECK
+            arrays, args = _torch_inputs(spec, seed=1, sizes={"batch": batch, "seq": seq})
+            with torch.no_grad():
+                more = model(*args)
+            expected += [more] if isinstance(more, torch.Tensor) else list(more)
+            got += _onnxruntime(path, [i.name for i in spec.inputs], arrays)
         errors = [float(np.max(np.abs(g - e.numpy()))) for g, e in zip(got, expected, strict=True)]
         scales = [float(np.max(np.abs(e.numpy()))) for e in expected]
     except Exception as exc:  # noqa: BLE001 - a failing export is recorded, not fatal
@@ -753,14 +826,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="regex: export only the models it matches")
     parser.add_argument("--traceback", action="store_true",
                         help="print failing exports' tracebacks")
-    parser.add_argument("--size", choices=("small", "full"), default="small",
-                        help="small: the committed test models; full: real sizes (needs --out)")
+    parser.add_argument("--size", choices=("small", "full", "dynamic"), default="small",
+                        help="small: the committed test models; full: real sizes (needs "
+                             "--out); dynamic: the models of DYNAMIC with dynamic batch and "
+                             "sequence dims, into models/dynamic/")
     parser.add_argument("--out", type=Path, help="folder for --size full (never the repo's)")
     args = parser.parse_args(argv)
     full = args.size == "full"
     if full and args.out is None:
         parser.error("--size full needs --out DIR: full-size models are not committed")
-    out = args.out.resolve() if full else HERE
+    out = args.out.resolve() if full else HERE / "dynamic" if args.size == "dynamic" else HERE
+    specs = dynamic_specs() if args.size == "dynamic" else all_specs(full)
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST.name
     torch.set_num_threads(1)
@@ -771,7 +847,7 @@ def main(argv: list[str] | None = None) -> int:
                            else {})
     entries = {(e["name"], e["exporter"]): e for e in old.get("models", []) + old.get("failed", [])}
     made = 0
-    for spec in all_specs(full):
+    for spec in specs:
         if pattern is not None and not pattern.search(spec.name):
             continue
         for exporter, opset in EXPORTERS:
@@ -780,13 +856,12 @@ def main(argv: list[str] | None = None) -> int:
             made += 1
             status = entry.get("error") or f"{entry['bytes']} bytes, {entry['nodes']} nodes"
             print(f"{entry['file']}: {status}", flush=True)
-    order = {(s.name, e): i for i, (s, e) in enumerate((s, e) for s in all_specs(full)
+    order = {(s.name, e): i for i, (s, e) in enumerate((s, e) for s in specs
                                                         for e, _ in EXPORTERS)}
     ordered = sorted(entries.values(), key=lambda e: order.get((e["name"], e["exporter"]), 1 << 30))
     manifest = {
-        "about": ("Full-size models for the benchmarks, made by make_models.py --size full"
-                  if full else "Test models of irpass-onnx, made by make_models.py; see its "
-                  "docstring."),
+        "about": f"Test models of irpass-onnx, made by make_models.py --size {args.size}; "
+                 "see its docstring.",
         "versions": _versions(),
         "models": [e for e in ordered if "error" not in e],
         "failed": [e for e in ordered if "error" in e],

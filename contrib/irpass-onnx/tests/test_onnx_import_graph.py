@@ -214,18 +214,24 @@ def _symbolic_model(shape) -> onnx.ModelProto:
     return model_of(nodes, [vi("x", shape)], [vi("y", shape)])
 
 
-def test_symbolic_dim_is_rejected_naming_input_index_and_param():
-    model = _symbolic_model(["N", 3, "seq"])
-    with pytest.raises(OnnxImportError) as err:
-        from_onnx(model)
-    msg = str(err.value)
-    assert "'x'" in msg and "'N'" in msg and "index 0" in msg and "onnx.dim_values" in msg
+def test_symbolic_dims_become_size_variables():
+    from irpass.ir.dims import SizeVar
+
+    mod = from_onnx(_symbolic_model(["N", 3, "seq"]))
+    assert mod["main"].params[0].type_annotation.shape == (SizeVar("N"), 3, SizeVar("seq"))
+    for shape in [(1, 3, 1), (4, 3, 7)]:
+        x = rand(*shape, seed=sum(shape)) - 0.5
+        np.testing.assert_array_equal(irpass.evaluate(mod, x), np.maximum(x, 0))
 
 
-def test_unknown_dim_is_rejected():
-    model = _symbolic_model([2, None])
-    with pytest.raises(OnnxImportError, match=r"'x'.*unknown dim at index 1"):
-        from_onnx(model)
+def test_dim_names_become_identifiers_and_unknown_dims_fresh_variables():
+    from irpass.ir.dims import SizeVar
+
+    mod = from_onnx(_symbolic_model([None, "batch size", "2d", None]))
+    shape = mod["main"].params[0].type_annotation.shape
+    assert shape[1:3] == (SizeVar("batch_size"), SizeVar("d_2d"))
+    assert isinstance(shape[0], SizeVar) and isinstance(shape[3], SizeVar)
+    assert len(set(shape)) == 4  # two unknown dims are two variables
 
 
 @pytest.mark.parametrize("dims, shape", [("N=2,seq=5", (2, 3, 5)), ("*=1", (1, 3, 1)),
@@ -241,9 +247,17 @@ def test_dim_values_from_pass_context_and_unknown_dims():
     assert mod["main"].params[0].type_annotation.shape == (7, 2)
 
 
-def test_partial_dim_values_still_name_the_missing_one():
-    with pytest.raises(OnnxImportError, match="'seq' at index 2"):
-        from_onnx(_symbolic_model(["N", 3, "seq"]), dim_values="N=1")
+def test_partial_dim_values_leave_the_other_dims_symbolic():
+    from irpass.ir.dims import SizeVar
+
+    mod = from_onnx(_symbolic_model(["N", 3, "seq"]), dim_values="N=1")
+    assert mod["main"].params[0].type_annotation.shape == (1, 3, SizeVar("seq"))
+
+
+def test_dim_values_naming_a_dim_no_input_has_is_an_error():
+    with pytest.raises(OnnxImportError, match=r"onnx.dim_values names dim\(s\) M that no graph "
+                                              r"input has \(its symbolic dims: N, seq\)"):
+        from_onnx(_symbolic_model(["N", 3, "seq"]), dim_values="M=1,N=2")
 
 
 def test_value_info_mismatch_names_the_node():

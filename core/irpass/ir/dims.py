@@ -56,6 +56,7 @@ __all__ = [
     "free_vars",
     "substitute",
     "parse_dim",
+    "RESERVED_NAMES",
 ]
 
 #: A tensor dimension: a static ``int`` or a symbolic :class:`DimExpr`.
@@ -75,6 +76,9 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # other attribute values: none can name a size variable.
 _CALLS = frozenset({"min", "max"})
 _RESERVED = _CALLS | {"floordiv", "mod", "inf", "nan", "True", "False", "None"}
+#: The identifiers that cannot name a size variable (they mean something else in dims or
+#: in the text format).
+RESERVED_NAMES: frozenset[str] = _RESERVED
 
 
 class _Atom:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, TensorType, Type
+from irpass.op.shape_values import as_dims
 from onnx import AttributeProto, NodeProto, TensorProto, numpy_helper
 
 from ..dtypes import dtype_of
@@ -194,6 +195,24 @@ class NodeContext:
             # converted again when its inputs' values are known (frontend/dynamic.py)
             raise RuntimeOperand(i, name)
         return value
+
+    def dims_input(self, i: int, name: str, optional: bool = False) -> list[Any] | None:
+        """Like :meth:`const_input`, as a flat list of dims (ints, and the symbolic dims of a
+        shape value: ``Shape`` of a tensor with symbolic dims, or what is computed from it,
+        see :attr:`GraphImporter.shape_values`), for the operands that are shapes or sizes
+        (Reshape's shape, Expand's, Range's limit, Slice's bounds, ...)."""
+        if not self.has_input(i):
+            if optional:
+                return None
+            self.fail(f"input {i} ({name}) is required but missing")
+        e = self._importer.value(self._inputs[i])
+        value = self._importer.shape_values.get(e)
+        if value is not None:
+            return as_dims(value)
+        arr = self.const_input(i, name)
+        if np.asarray(arr).dtype.kind not in "iu":
+            self.fail(f"{name} must be integers, got dtype {np.asarray(arr).dtype.name}")
+        return [int(v) for v in np.asarray(arr).reshape(-1)]
 
     # -- outputs ------------------------------------------------------------------------
     def output_used(self, j: int) -> bool:

@@ -16,6 +16,7 @@ length known at import -- or an optional, present (the value itself) or absent (
 
 from __future__ import annotations
 
+import re
 from collections import ChainMap, Counter
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -41,7 +42,10 @@ from irpass.ir import (
     Type,
     Var,
 )
+from irpass.ir.dims import RESERVED_NAMES as _RESERVED_NAMES
+from irpass.ir.dims import SizeVar
 from irpass.ir.types import NUMPY_DTYPES, numpy_dtype
+from irpass.op.shape_values import eval_shape_call
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
 from ..dtypes import FLOAT_DTYPES, ONNX_TO_DTYPE, dtype_name, dtype_of
@@ -202,6 +206,12 @@ class GraphImporter:
         #: Graph inputs of an optional type: imported as present, though whether they are is
         #: known only at run time (OptionalHasElement refuses them).
         self.optional_inputs: set[Expr] = set()
+        #: Integer values whose elements are known dims, some symbolic (``Shape`` of a tensor
+        #: with symbolic dims and what is computed from it): expression -> object array (see
+        #: irpass.op.shape_values). Shared with subgraphs.
+        self.shape_values: dict[Expr, np.ndarray] = {}
+        #: The size variables of the graph inputs' symbolic dims: ONNX dim name -> variable.
+        self.size_vars: dict[str, SizeVar] = {}
 
     # -- errors ---------------------------------------------------------------------------
     def fail(self, msg: str) -> OnnxImportError:
@@ -216,6 +226,7 @@ class GraphImporter:
         self.used_names.update(self._names_read())
         weight_params = self._initializers()
         input_params = self._inputs()
+        self._check_dim_values()
         declared = self.declared = self._value_info()
         for index, node in enumerate(graph.node):
             self._convert(index, node, declared)
@@ -305,13 +316,71 @@ class GraphImporter:
                 raise self.fail(f"{where} is a sequence ({_type_text(tp)}); irpass imports "
                                 "sequences built in the graph, whose length is known at "
                                 "import, not sequences passed in")
-            ty = self._static_type(tp, where, fix_dims=True)
+            ty = self._input_type(tp, where)
             v = Var(inp.name, ty)
             if inp.type.HasField("optional_type"):
                 self.optional_inputs.add(v)
             params.append(v)
             self._bind(inp.name, v)
         return params
+
+    def _input_type(self, tp: TypeProto, where: str) -> TensorType:
+        """The type of a graph input: a symbolic dim (``dim_param``) becomes a size variable
+        of that name (made an identifier: ``batch size`` -> ``batch_size``), an unknown dim
+        a fresh one (``unk0``, ...), unless the dim_values option fixes it."""
+        if not tp.HasField("tensor_type"):
+            raise self.fail(f"{where} is not a tensor (type {tp.WhichOneof('value')}); "
+                            "irpass imports tensor inputs only")
+        tt = tp.tensor_type
+        dtype = self._dtype(tt.elem_type, where)
+        if not tt.HasField("shape"):
+            raise self.fail(f"{where} has no shape (unknown rank); irpass needs the rank of "
+                            "every input")
+        dims: list[Any] = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value"):
+                if d.dim_value < 0:
+                    raise self.fail(f"{where} has dim {d.dim_value} at index {k}; "
+                                    "a dim is at least 0")
+                dims.append(int(d.dim_value))
+                continue
+            value = self.options.dim_value(d.dim_param)
+            if value is not None:
+                dims.append(value)
+            elif d.dim_param:
+                dims.append(self._size_var(d.dim_param))
+            else:
+                dims.append(self._size_var(f"unk{len(self.size_vars)}", unknown=True))
+        return TensorType(tuple(dims), dtype)
+
+    def _size_var(self, name: str, unknown: bool = False) -> SizeVar:
+        """The size variable of ONNX dim name ``name`` (one per name in the model)."""
+        var = self.size_vars.get(name)
+        if var is None:
+            text = re.sub(r"\W", "_", name, flags=re.ASCII)
+            if not text or text[0].isdigit() or text in _RESERVED_NAMES:
+                text = f"d_{text}"
+            taken = {v.name for v in self.size_vars.values()}
+            base, k = text, 1
+            while text in taken or (unknown and text in self._dim_params()):
+                text, k = f"{base}_{k}", k + 1
+            var = self.size_vars[name] = SizeVar(text)
+        return var
+
+    def _dim_params(self) -> set[str]:
+        return {d.dim_param for i in self.graph.input if i.type.HasField("tensor_type")
+                for d in i.type.tensor_type.shape.dim if d.dim_param}
+
+    def _check_dim_values(self) -> None:
+        """A dim_values entry must name a symbolic dim of a graph input (or be ``*``)."""
+        if self._root is not self:
+            return
+        names = self._dim_params()
+        missing = sorted(k for k in self.options.dim_values if k != "*" and k not in names)
+        if missing:
+            have = ", ".join(sorted(names)) or "none"
+            raise self.fail(f"option {DIM_VALUES} names dim(s) {', '.join(missing)} that no "
+                            f"graph input has (its symbolic dims: {have})")
 
     def _static_type(self, tp: TypeProto, where: str, fix_dims: bool) -> TensorType | None:
         """The static tensor type of ``tp``. With ``fix_dims`` a symbolic or unknown dim is
@@ -410,10 +479,12 @@ class GraphImporter:
                         foldable = self._reads_constants_only(node)
                     if foldable:
                         expr = self._fold(expr, ty, ctx)
+                    elif self.size_vars:  # shapes may be symbolic: maybe a shape value
+                        expr = self._shape_value(expr, ty)
             elif tt is not TupleType:  # a tuple is a sequence
                 ctx.fail(f"output {j} {name!r} has type {ty}, not a tensor type")
             want = declared.get(name)
-            if want is not None and want != ty:
+            if want is not None and not _agrees(want, ty):
                 ctx.fail(f"output {j} {name!r} is {ty} but the model's value_info "
                          f"declares {want}")
             env[name] = expr
@@ -448,6 +519,60 @@ class GraphImporter:
         const = Constant(np.asarray(value, dtype=numpy_dtype(ty.dtype)).reshape(ty.shape))
         self.types[const] = ty
         return const
+
+    def _shape_value(self, expr: Expr, ty: TensorType) -> Expr:
+        """``expr`` (an integer result) computed on known dims when it is made of ``shape_of``
+        calls, constants, shape values and the ops of ``irpass.op.shape_values``: a Constant
+        if every element came out static, else ``expr`` with its value recorded in
+        :attr:`shape_values`; ``expr`` as it is when its value is not known."""
+        known = self.shape_values
+        values: dict[Expr, np.ndarray] = {}
+        stack: list[tuple[Expr, bool]] = [(expr, False)]
+        while stack:
+            e, ready = stack.pop()
+            if e in values:
+                continue
+            t = type(e)
+            if t is Constant:
+                values[e] = e.data
+                continue
+            value = known.get(e)
+            if value is not None:
+                values[e] = value
+                continue
+            if t is Tuple:  # the operand of concatenate
+                if not ready:
+                    stack.append((e, True))
+                    stack.extend((f, False) for f in e.fields if f not in values)
+                else:
+                    values[e] = tuple([values[f] for f in e.fields])
+                continue
+            if t is not Call or type(e.op) is not Op:
+                return expr
+            if e.op.name == "shape_of":
+                arg_ty = self.types.get(e.args[0])
+                if type(arg_ty) is not TensorType:
+                    return expr
+                values[e] = np.array(arg_ty.shape + (0,), dtype=object)[:-1]  # 1-D, objects
+                continue
+            if not ready:
+                stack.append((e, True))
+                stack.extend((a, False) for a in e.args if a not in values)
+                continue
+            e_ty = self.types.get(e) if e is not expr else ty
+            if type(e_ty) is not TensorType:
+                return expr
+            value = eval_shape_call(e.op, [values[a] for a in e.args], e.attrs, e_ty.dtype)
+            if value is None or value.shape != e_ty.shape:
+                return expr
+            values[e] = value
+        value = values[expr]
+        if value.dtype != object:
+            const = Constant(value.astype(numpy_dtype(ty.dtype), copy=False))
+            self.types[const] = ty
+            return const
+        known[expr] = value
+        return expr
 
     def _run_kernels(self, expr: Expr) -> np.ndarray | None:
         """The value of ``expr``, op calls (and tuples) over constants, computed with the ops'
@@ -529,7 +654,7 @@ class GraphImporter:
             want = self._static_type(tp, where, fix_dims=False)
         except OnnxImportError:
             want = None  # an undefined or foreign element type declares nothing
-        if want is not None and want != ty:
+        if want is not None and not _agrees(want, ty):
             raise self.fail(f"{where} is {ty} but the model declares {want}")
 
     # -- nodes with run-time shape operands (frontend/dynamic.py) ------------------------------
@@ -621,6 +746,8 @@ class GraphImporter:
         child._root = self._root
         child.absent = self.absent
         child.optional_inputs = self.optional_inputs
+        child.shape_values = self.shape_values
+        child.size_vars = self.size_vars
         return child
 
     @classmethod
@@ -869,6 +996,19 @@ def _plain_type(tp: TypeProto) -> TensorType | None:
     if dims and min(dims) <= 0:
         return None
     return TensorType(dims, dtype)
+
+
+def _agrees(declared: TensorType, ty: Type) -> bool:
+    """Whether a type the model declares (static) fits the type irpass inferred: the same
+    dtype and rank, and the same size wherever irpass's dim is static (a symbolic dim of
+    irpass's stands for any size, the one the export was traced at included)."""
+    if type(ty) is not TensorType:
+        return False
+    if declared == ty:
+        return True
+    return (declared.dtype == ty.dtype and len(declared.shape) == len(ty.shape)
+            and all(type(b) is not int or a == b
+                    for a, b in zip(declared.shape, ty.shape, strict=True)))
 
 
 def _matches(value: Any, ty: Type | None) -> bool:

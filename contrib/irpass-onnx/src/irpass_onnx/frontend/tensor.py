@@ -1,12 +1,18 @@
 """Converters of the ONNX tensor-manipulation ops: shapes, indexing and scatters, creation,
 joins, padding, selection, clipping, sorting and block rearrangements.
 
-irpass shapes are static, so every shape-like input (Reshape's shape, Slice's starts, Pad's
-pads, ...) must be known at import: a constant, or computed from constants (the importer folds
-integer shape arithmetic such as Shape -> Gather -> Concat before the consumer sees it). The
+Every shape-like input (Reshape's shape, Slice's starts, Pad's pads, ...) must be known at
+import: a constant, computed from constants (the importer folds integer shape arithmetic such
+as Shape -> Gather -> Concat before the consumer sees it), or, where a model has symbolic dims,
+a shape value whose elements are known dims (``Shape`` of a tensor of type ``(n, 8)`` is
+``[n, 8]``; see :attr:`GraphImporter.shape_values`): Reshape, Expand, ConstantOfShape, Range
+and Slice read theirs with :meth:`NodeContext.dims_input` and take symbolic sizes. The
 converters compute result shapes themselves where ONNX and the core op disagree on conventions
-(Reshape's special values, Expand's bidirectional broadcast), so the IR carries plain static
-attributes.
+(Reshape's special values, Expand's bidirectional broadcast), so the IR carries plain
+attributes (with symbolic dims where the model has them).
+
+A symbolic Slice bound is taken as in range (not clamped to the axis): ``x[:seq]`` of a
+position table keeps ``seq`` as its length, and the evaluator checks that at run time.
 
 Ops whose output shape depends on the data (NonZero, Compress's condition, Unique) are
 computed from the input's import-time value; a runtime one goes through the dynamic import
@@ -22,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, Tuple, TupleGetItem, const
+from irpass.ir.dims import dim_prod
 from irpass.ir.types import SUPPORTED_DTYPES
 from irpass.op.transform import infer_reshape
 
@@ -100,12 +107,12 @@ def _strided_slice(
 # -- shapes ------------------------------------------------------------------------------------
 
 
-def _reshape(ctx: NodeContext, shape: list[int]) -> Expr:
+def _reshape(ctx: NodeContext, shape: list[Any]) -> Expr:
     x = ctx.input(0)
     ty = ctx.type_of(0)
     allowzero = bool(ctx.attr("allowzero", 0)) if ctx.opset >= 14 else False
     # Relay's -2/-3/-4 mean something else to the core op: ONNX allows only -1.
-    bad = [v for v in shape if v < -1]
+    bad = [v for v in shape if type(v) is int and v < -1]
     if bad:
         ctx.fail(f"shape {shape} has invalid value {bad[0]} (allowed: sizes >= 0 and one -1)")
     if allowzero and 0 in shape and -1 in shape:
@@ -127,7 +134,7 @@ def _reshape_1(ctx: NodeContext) -> Expr:
 
 @converter("Reshape", since=5)
 def _reshape_5(ctx: NodeContext) -> Expr:
-    return _reshape(ctx, ints_of(ctx, ctx.const_input(1, "shape"), "shape"))
+    return _reshape(ctx, ctx.dims_input(1, "shape"))
 
 
 @converter("Flatten", since=1)
@@ -140,8 +147,8 @@ def _flatten(ctx: NodeContext) -> Expr:
         ctx.fail(f"axis {axis} is out of range [{-rank}, {rank}] for a {rank}-D input")
     if axis < 0:
         axis += rank
-    outer = int(np.prod(shape[:axis], dtype=np.int64))
-    inner = int(np.prod(shape[axis:], dtype=np.int64))
+    outer = dim_prod(shape[:axis])
+    inner = dim_prod(shape[axis:])
     if (outer, inner) == shape:
         return x
     return call("reshape", [x], newshape=[outer, inner])
@@ -212,13 +219,24 @@ def _shape(ctx: NodeContext) -> Expr:
         start = int(ctx.attr("start", 0))
         end = ctx.attr("end", None)
         end = len(shape) if end is None else int(end)
-    # irpass shapes are static: Shape is always a constant (python slicing clamps as ONNX does)
-    return const(np.array(shape[start:end], dtype=np.int64).reshape(-1))
+    # python slicing clamps as ONNX does
+    dims = shape[start:end]
+    if all(type(d) is int for d in dims):
+        return const(np.array(dims, dtype=np.int64).reshape(-1))
+    # symbolic: the importer records the value (its dims) of this shape_of
+    whole = call("shape_of", [ctx.input(0)], dtype="int64")
+    if len(dims) == len(shape):
+        return whole
+    begin = range(len(shape))[start:end].start if dims else 0
+    return _strided_slice(whole, [begin], [begin + len(dims)], [1], [0])
 
 
 @converter("Size", since=1)
 def _size(ctx: NodeContext) -> Expr:
-    return const(np.array(int(np.prod(ctx.type_of(0).shape, dtype=np.int64)), dtype=np.int64))
+    size = dim_prod(ctx.type_of(0).shape)
+    if type(size) is int:
+        return const(np.array(size, dtype=np.int64))
+    return call("prod", [call("shape_of", [ctx.input(0)], dtype="int64")])
 
 
 # -- indexing ----------------------------------------------------------------------------------
@@ -236,7 +254,7 @@ def _gather(ctx: NodeContext) -> Expr:
         ctx.fail(f"indices must be int32 or int64, got {idx_ty.dtype}")
     known = ctx.known(1)
     indices = ctx.input(1)
-    if known is not None:
+    if known is not None and type(ty.shape[axis]) is int:
         dim = ty.shape[axis]
         wide = known.astype(np.int64)
         bad = wide[(wide < -dim) | (wide >= dim)]
@@ -249,10 +267,24 @@ def _gather(ctx: NodeContext) -> Expr:
     return call("take", [data, indices], axis=axis, mode="fast")
 
 
+#: A Slice bound at least this big means "to the end" (exporters write INT64_MAX or INT32_MAX).
+_TO_THE_END = 2**31 - 1
+
+
+def _symbolic_bound(v: Any, dim: Any) -> Any:
+    """A Slice bound on an axis of symbolic size ``dim``, taken as in range (see the module
+    docstring): negatives count from the end, a to-the-end sentinel is ``dim``."""
+    if type(v) is not int:
+        return v
+    if v >= _TO_THE_END:
+        return dim
+    return dim + v if v < 0 else v
+
+
 def _slice(
     ctx: NodeContext,
-    starts: list[int],
-    ends: list[int],
+    starts: list[Any],
+    ends: list[Any],
     axes: list[int] | None,
     steps: list[int] | None,
 ) -> Expr:
@@ -274,6 +306,16 @@ def _slice(
         if st == 0:
             ctx.fail(f"step of axis {a} is 0")
         dim = shape[a]
+        if type(dim) is not int or type(s) is not int or type(e) is not int:
+            if st < 0:
+                ctx.fail(f"a negative step on axis {a} needs static bounds and size, got "
+                         f"start {s}, end {e} on an axis of size {dim}")
+            s, e = _symbolic_bound(s, dim), _symbolic_bound(e, dim)
+            begin.append(s)
+            end.append(e)
+            if not (s == 0 and e == dim and st == 1):
+                trivial = False
+            continue
         # Beyond [-(dim+1), dim] every value slices like its bound (numpy == ONNX clamping);
         # clamping keeps INT64_MAX-style sentinels out of the attributes.
         s = min(max(s, -dim - 1), dim)
@@ -296,8 +338,8 @@ def _slice_1(ctx: NodeContext) -> Expr:
 
 @converter("Slice", since=10)
 def _slice_10(ctx: NodeContext) -> Expr:
-    starts = ints_of(ctx, ctx.const_input(1, "starts"), "starts")
-    ends = ints_of(ctx, ctx.const_input(2, "ends"), "ends")
+    starts = ctx.dims_input(1, "starts")
+    ends = ctx.dims_input(2, "ends")
     axes = ctx.const_input(3, "axes", optional=True)
     steps = ctx.const_input(4, "steps", optional=True)
     return _slice(ctx, starts, ends,
@@ -331,8 +373,8 @@ def _constant(ctx: NodeContext) -> Expr:
 
 @converter("ConstantOfShape", since=9)
 def _constant_of_shape(ctx: NodeContext) -> Expr:
-    shape = ints_of(ctx, ctx.const_input(0, "shape"), "shape")
-    if any(d < 0 for d in shape):
+    shape = ctx.dims_input(0, "shape")
+    if any(type(d) is int and d < 0 for d in shape):
         ctx.fail(f"shape {shape} has a negative dimension")
     value = ctx.attr("value", None)
     if value is None:
@@ -342,7 +384,7 @@ def _constant_of_shape(ctx: NodeContext) -> Expr:
         if value.size != 1:
             ctx.fail(f"value must hold one element, got shape {value.shape}")
         fill = value.reshape(())
-    if ctx.options.materialize_constant_of_shape:
+    if ctx.options.materialize_constant_of_shape and all(type(d) is int for d in shape):
         # a Constant keeps a broadcast scalar as one element: the light models' weights
         # (all this op) cost no memory until a pass or the exporter computes with them
         return as_const(ctx, np.broadcast_to(fill, shape))
@@ -424,7 +466,7 @@ def _split_1(ctx: NodeContext) -> list[Expr]:
 def _expand(ctx: NodeContext) -> Expr:
     x = ctx.input(0)
     ishape = ctx.type_of(0).shape
-    target = ints_of(ctx, ctx.const_input(1, "shape"), "shape")
+    target = ctx.dims_input(1, "shape")
     rank = max(len(ishape), len(target))
     a = (1,) * (rank - len(ishape)) + tuple(ishape)
     b = (1,) * (rank - len(target)) + tuple(target)
@@ -434,9 +476,11 @@ def _expand(ctx: NodeContext) -> Expr:
             out.append(da)
         elif da == 1:
             out.append(db)
-        else:
+        elif type(da) is int and type(db) is int:
             ctx.fail(f"input shape {tuple(ishape)} does not broadcast with shape "
                      f"{tuple(target)} (dimension {k}: {da} vs {db})")
+        else:  # undecidable: a static size wins, else the input's (checked at run time)
+            out.append(db if type(db) is int else da)
     if tuple(out) == tuple(ishape):
         return x
     return call("broadcast_to", [x], shape=out)
@@ -800,6 +844,12 @@ def _range(ctx: NodeContext) -> Expr:
     for i, name in enumerate(("start", "limit", "delta")):
         if ctx.type_of(i).dtype != dtype:
             ctx.fail(f"{name} is {ctx.type_of(i).dtype}, start is {dtype}: they must agree")
+        if np.dtype(dtype).kind in "iu":  # an integer bound may be a symbolic size
+            value = ctx.dims_input(i, name)
+            if len(value) != 1:
+                ctx.fail(f"{name} must be a single value, got {len(value)}")
+            bounds.append(value[0])
+            continue
         bounds.append(_scalar_of(ctx, ctx.const_input(i, name), name))
     if dtype == "bool":
         ctx.fail("start, limit and delta must be numbers, got bool")
