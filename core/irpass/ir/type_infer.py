@@ -49,7 +49,16 @@ Rules, by node kind:
   reported, for every call.
 * ``Call`` of anything else (a ``GlobalVar``, a ``Function``, a var holding a
   closure, ...): the callee must have a ``FuncType`` whose argument types equal
-  the argument types; the call has its ``ret_type``.
+  the argument types; the call has its ``ret_type``. With symbolic param types
+  the call instantiates the callee as Relax does: each size variable that is a
+  dim of its own in a param type is bound by the first argument dim in its
+  place (a symbolic or a static dim), every other symbolic dim is checked with
+  those bindings (provably different: an error naming the argument, the dim
+  and the symbols; undecidable: assumed, the evaluator checks it when the call
+  runs), and the call has the ``ret_type`` with the bindings substituted. A
+  local function keeps the size variables bound where it was made (by the
+  params of the functions around it): its calls check them, as the evaluator
+  does. Calls whose argument types equal the param types skip all this.
 * ``Let``: the type of its body. A let-bound function may call itself
   through its var (letrec, as in Relay) if the var is annotated.
 * ``If``: ``cond`` is ``Tensor[(), bool]``, both branches have the same type,
@@ -88,6 +97,7 @@ from typing import TypeVar
 from ..errors import TypeInferenceError
 from .attrs import EMPTY_ATTRS, Attrs
 from .describe import describe
+from .dims import Dim, SizeVar, free_vars, prove_ne, substitute
 from .expr import Expr
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -220,6 +230,14 @@ class _Inferrer:
         self.rel_budget = _START_BUDGET  # see op_call_type
         # Constant types by (shape, numpy dtype): one TensorType per distinct pair.
         self.const_types: dict[tuple, TensorType] = {}
+        # Size variables in scope, parallel to ``active``: those the params of the active
+        # functions bind. A local function sees the ones bound where it was made
+        # (``inherited``, only when there are some): a call of it checks them rather
+        # than binding them afresh, as the evaluator does. ``let_functions`` maps a let
+        # var to the function literal it binds, to find that function at a call.
+        self.size_scope: list[frozenset[str]] = []
+        self.inherited: dict[Function, frozenset[str]] = {}
+        self.let_functions: dict[Var, Function] = {}
         if mod is not None:
             for gv, func in mod.items():
                 self.labels.setdefault(func, (None, f"@{gv.name_hint}"))
@@ -394,6 +412,7 @@ class _Inferrer:
                         if node.var.type_annotation is not None:
                             # letrec: the function may call itself through its annotated var.
                             var_types[node.var] = node.var.type_annotation
+                        self.let_functions[node.var] = value
                     if value not in types:
                         push(node)
                         push(_LET_BODY)
@@ -575,8 +594,14 @@ class _Inferrer:
                 )
             var_types[p] = ann
             types[p] = ann
+        outer = self.size_scope[-1] if self.size_scope else _NO_NAMES
+        if outer:
+            self.inherited[func] = outer
+        own = _lone_size_vars(func.params)
+        self.size_scope.append(outer | own if own else outer)
 
     def exit_function(self, func: Function) -> None:
+        self.size_scope.pop()
         self.active.pop()
         self.active_set.discard(func)
         self.in_global.pop()
@@ -646,14 +671,70 @@ class _Inferrer:
                 f"the callee takes {len(expected)} argument(s) ({_types(expected)}) "
                 f"but {len(arg_types)} were given ({_types(arg_types)})",
             )
-        for i, (want, got) in enumerate(zip(expected, arg_types, strict=True)):
+        for want, got in zip(expected, arg_types, strict=True):
             if want != got:
+                # Unequal types: fine only if the callee's symbolic params instantiate to
+                # the arguments (checked once, for the whole call, as Relax matches them).
+                return self.instantiate(call, callee_type, arg_types)
+        return callee_type.ret_type
+
+    def instantiate(self, call: Call, callee_type: FuncType, arg_types: tuple[Type, ...]) -> Type:
+        """The return type of a call whose argument types differ from the callee's param
+        types: as Relax does, the callee's lone size variables are bound from the argument
+        dims (the first occurrence binds), every other symbolic dim is checked against the
+        argument's with those bindings -- provably different is an error, undecidable is
+        assumed (the evaluator checks each call's bindings at run time) -- and the return
+        type is the callee's with the bindings substituted."""
+        callee = call.op
+        if type(callee) is Var:
+            callee = self.let_functions.get(callee, callee)
+        # The sizes a local function inherits stay what they are: its params check them.
+        inherited = self.inherited.get(callee, _NO_NAMES) if type(callee) is Function \
+            else _NO_NAMES
+        bindings: dict[str, Dim] = {name: SizeVar(name) for name in inherited}
+        checks: list[tuple[int, tuple[int, ...], int, Dim, Dim]] = []
+        for i, (want, got) in enumerate(zip(callee_type.arg_types, arg_types, strict=True)):
+            problem = _match_type(want, got, i, bindings, checks)
+            if problem is not None:
                 self.fail(
                     call,
-                    f"argument {i} of the call has type {got} but the callee expects {want} "
-                    f"(callee type: {callee_type})",
+                    f"argument {i}{self.param_name(call, i)} of the call has type {got} but the "
+                    f"callee expects {want}{problem} (callee type: {callee_type})",
                 )
-        return callee_type.ret_type
+        for i, path, k, want_dim, got_dim in checks:
+            expected = substitute(want_dim, bindings)
+            if expected == got_dim or not prove_ne(expected, got_dim):
+                continue  # equal, or undecidable: assumed here, checked at run time
+            field = "".join(f" field {j}" for j in path)
+            names = sorted(free_vars(want_dim))
+            symbols = ", ".join(f"{n} = {bindings[n]}" for n in names
+                                if n in bindings and n not in inherited)
+            bound = f" with {symbols}" if symbols else ""
+            kept = [n for n in names if n in inherited]
+            if kept:
+                bound += (f" ({', '.join(kept)} bound by the function where the callee was "
+                          "made, which its calls cannot change)")
+            self.fail(
+                call,
+                f"argument {i}{self.param_name(call, i)}{field} of the call has dim {k} = "
+                f"{got_dim}, but the callee's parameter type {callee_type.arg_types[i]} says "
+                f"{want_dim}{bound}, which is {expected}: they differ for every size",
+            )
+        return _substitute_type(callee_type.ret_type, bindings) if bindings else \
+            callee_type.ret_type
+
+    def param_name(self, call: Call, i: int) -> str:
+        """`` (%name)`` of the callee's param ``i`` when the callee is a function whose
+        params are at hand (a function literal, one bound by a let, a global function),
+        else empty."""
+        callee = call.op
+        if type(callee) is Var:
+            callee = self.let_functions.get(callee, callee)
+        elif type(callee) is GlobalVar and self.mod is not None and callee.name_hint in self.mod:
+            callee = self.mod[callee.name_hint]
+        if type(callee) is Function and i < len(callee.params):
+            return f" (%{callee.params[i].name_hint})"
+        return ""
 
     def op_call_type(self, call: Call, op: Op, hit_key: tuple) -> Type:
         """The type of a call of ``op``, from its type relation or the memo.
@@ -760,6 +841,90 @@ _PLAIN_TYPES = (TensorType, TupleType, FuncType)
 _TENSOR_ONLY = {TensorType}
 # Types nested deeper than this are not memoized: hashing them recurses.
 _MAX_PLAIN_DEPTH = 32
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _lone_size_vars(params: tuple[Var, ...]) -> frozenset[str]:
+    """The names of the size variables the params' types have as a dim of their own."""
+    names: set[str] = set()
+    for p in params:
+        stack = [p.type_annotation]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, TensorType):
+                if not t.is_static:
+                    names.update(d.name for d in t.shape if type(d) is SizeVar)
+            elif isinstance(t, TupleType):
+                stack.extend(t.fields)
+    return frozenset(names) if names else _NO_NAMES
+
+
+def _symbolic(ty: Type) -> bool:
+    """Whether a tensor or tuple type has a symbolic dim (other types: False)."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType):
+            if not t.is_static:
+                return True
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+    return False
+
+
+def _match_type(
+    want: Type,
+    got: Type,
+    i: int,
+    bindings: dict[str, Dim],
+    checks: list[tuple[int, tuple[int, ...], int, Dim, Dim]],
+) -> str | None:
+    """Match argument type ``got`` against param type ``want`` (argument ``i``): bind the
+    lone size variables of ``want`` in ``bindings`` (first occurrence), queue every other
+    dim of ``want`` that is not equal to ``got``'s in ``checks``. Returns why the types
+    cannot match (a suffix for the message), or None."""
+    if not (_symbolic(want) or _symbolic(got)):
+        return None if want == got else ""
+    stack: list[tuple[tuple[int, ...], Type, Type]] = [((), want, got)]
+    while stack:
+        path, w, g = stack.pop()
+        where = " ".join(f"field {j}" for j in path)
+        if isinstance(w, TensorType) and isinstance(g, TensorType):
+            if w.dtype != g.dtype:
+                return f" ({where or 'the tensor'}: dtype {g.dtype}, not {w.dtype})"
+            if len(w.shape) != len(g.shape):
+                return f" ({where or 'the tensor'}: rank {len(g.shape)}, not {len(w.shape)})"
+            for k, (wd, gd) in enumerate(zip(w.shape, g.shape, strict=True)):
+                if type(wd) is SizeVar and wd.name not in bindings:
+                    bindings[wd.name] = gd
+                elif wd != gd:
+                    checks.append((i, path, k, wd, gd))
+        elif isinstance(w, TupleType) and isinstance(g, TupleType):
+            if len(w.fields) != len(g.fields):
+                return f" ({where or 'the tuple'}: {len(g.fields)} fields, not {len(w.fields)})"
+            # Last field pushed first: fields bind in order, as the evaluator binds them.
+            for j in range(len(w.fields) - 1, -1, -1):
+                stack.append(((*path, j), w.fields[j], g.fields[j]))
+        elif w != g:
+            return ""
+    return None
+
+
+def _substitute_type(ty: Type, bindings: dict[str, Dim]) -> Type:
+    """``ty`` with the size variables of ``bindings`` replaced in its tensor types (tuple
+    and function types rebuilt around them)."""
+    if isinstance(ty, TensorType):
+        if ty.is_static:
+            return ty
+        return TensorType(tuple(substitute(d, bindings) for d in ty.shape), ty.dtype)
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(_substitute_type(f, bindings) for f in ty.fields))
+    if isinstance(ty, FuncType):
+        return FuncType(tuple(_substitute_type(a, bindings) for a in ty.arg_types),
+                        _substitute_type(ty.ret_type, bindings))
+    return ty
 
 
 def _plain(ty: object) -> bool:
