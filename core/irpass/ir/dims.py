@@ -56,6 +56,7 @@ __all__ = [
     "free_vars",
     "substitute",
     "parse_dim",
+    "dim_terms",
     "RESERVED_NAMES",
 ]
 
@@ -1185,6 +1186,27 @@ def _str_atom(atom: _Atom) -> str:
 
 
 _TOKEN_RE = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|([-+*(),]))")
+
+
+def dim_terms(d: DimExpr) -> tuple[list[tuple[int, list[Any]]], int]:
+    """The canonical form of ``d`` for code that rebuilds it elsewhere (an exporter writing
+    it as ONNX arithmetic): ``(terms, constant)``, each term ``(coefficient, factors)``, each
+    factor a :class:`SizeVar`, ``("floordiv", e, c)``, ``("mod", e, c)``, ``("min", args)`` or
+    ``("max", args)``, repeated for powers (``n * n`` is two factors ``n``)."""
+    terms: list[tuple[int, list[Any]]] = []
+    for mono, k in d._terms:
+        factors: list[Any] = []
+        for atom, power in mono.factors:
+            kind = atom.kind
+            if kind == _VAR:
+                factor: Any = SizeVar(atom.name)  # type: ignore[arg-type]
+            elif kind == _FLOORDIV or kind == _MOD:
+                factor = ("floordiv" if kind == _FLOORDIV else "mod", atom.arg, atom.c)
+            else:
+                factor = ("min" if kind == _MIN else "max", list(atom.args))
+            factors.extend([factor] * power)
+        terms.append((k, factors))
+    return terms, d._const
 
 
 def parse_dim(text: str) -> Dim:

@@ -17,6 +17,14 @@ That costs a node per such constant, where onnxsim writes an initializer (light 
 0.7 MB here). A user wants both a small file and few nodes; a ``ConstantOfShape`` of a
 constant shape holds data rather than computing (runtimes fold it when they load the model),
 so the pack counts it with the weights, not with the nodes, when it compares node counts.
+
+Symbolic dims (a model with a dynamic batch or sequence length) are computed at run time
+where an operand needs them: :meth:`GraphBuilder.dim` reads a size variable from the shape of
+a graph input that has it (``Shape`` with start/end, or ``Shape`` + ``Gather`` before opset 15)
+and writes an expression over them as ONNX integer arithmetic, once per dim, at the start of
+the main graph (subgraphs read it from there). :meth:`EmitContext.reshape` needs the least of
+that: a ``0`` where the target dim is the input's at the same place, one ``-1``, and only the
+rest computed; an ``Expand`` target writes ``1`` where the input keeps its dim.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any
 import numpy as np
 import onnx
 from irpass.ir import describe
+from irpass.ir.dims import SizeVar, dim_terms
 from irpass.ir.types import TensorType, Type
 from onnx import TensorProto, defs, helper, numpy_helper
 
@@ -159,6 +168,9 @@ class GraphBuilder:
         #: reader cannot infer, e.g. the data-dependent shape of a dynamic node's output)
         self.value_info: dict[str, TensorType] = {}
         self._counter = 0
+        #: size variable name -> ``(graph input, axis)`` whose size it is (see :meth:`dim`)
+        self.dim_sources: dict[str, tuple[str, int]] = {}
+        self._dims: dict[Any, str] = {}
 
     def fresh(self, hint: str) -> str:
         """A name not used yet, built from ``hint``."""
@@ -198,6 +210,99 @@ class GraphBuilder:
         if key is not None:
             self._by_key[key] = name
         return name
+
+    # -- symbolic dims ------------------------------------------------------------------------
+    def _hoist(self, op_type: str, inputs: Sequence[str], hint: str, **attrs: Any) -> str:
+        """A node at the start of the main graph (it reads graph inputs and constants only)."""
+        out = self.fresh(hint)
+        record = [op_type, list(inputs), [out], attrs]
+        self.hoisted.append(record)
+        self.producer[out] = record
+        return out
+
+    def _int64(self, value: int) -> str:
+        return self.constant(np.array([value], dtype=np.int64), "dim")
+
+    def dim(self, d: Any) -> str:
+        """A 1-element int64 tensor holding dim ``d`` at run time (see the module docstring);
+        an :class:`OnnxExportError` if ``d`` uses a size variable no graph input has as a
+        dim of its own."""
+        if type(d) is int:
+            return self._int64(d)
+        got = self._dims.get(d)
+        if got is not None:
+            return got
+        if isinstance(d, SizeVar):
+            source = self.dim_sources.get(d.name)
+            if source is None:
+                raise OnnxExportError(
+                    f"the size {d.name} is not a dim of any graph input, so the exported model "
+                    "cannot compute it at run time (sizes: "
+                    f"{', '.join(sorted(self.dim_sources)) or 'none'})")
+            name, axis = source
+            if self.opset >= 15:
+                out = self._hoist("Shape", [name], d.name, start=axis, end=axis + 1)
+            else:
+                shape = self._hoist("Shape", [name], "shape")
+                out = self._hoist("Gather", [shape, self._int64(axis)], d.name, axis=0)
+        else:
+            terms, const = dim_terms(d)
+            parts = []
+            for k, factors in terms:
+                value = None
+                for factor in factors:
+                    f = self._factor(factor)
+                    value = f if value is None else self._hoist("Mul", [value, f], "dim")
+                if k != 1:
+                    value = self._hoist("Mul", [value, self._int64(k)], "dim")
+                parts.append(value)
+            if const:
+                parts.append(self._int64(const))
+            out = parts[0]
+            for part in parts[1:]:
+                out = self._hoist("Add", [out, part], "dim")
+        self._dims[d] = out
+        return out
+
+    def _factor(self, factor: Any) -> str:
+        if isinstance(factor, SizeVar):
+            return self.dim(factor)
+        kind = factor[0]
+        if kind in ("floordiv", "mod"):
+            # the argument of a canonical floordiv/mod is >= 0 (see irpass.ir.dims), where
+            # ONNX's truncating Div is floor division
+            _, arg, c = factor
+            op = "Div" if kind == "floordiv" else "Mod"
+            return self._hoist(op, [self.dim(arg), self._int64(c)], "dim")
+        if self.opset < 12:
+            raise OnnxExportError(f"the size {kind}({', '.join(map(str, factor[1]))}) needs "
+                                  "opset >= 12 (Min and Max of int64)")
+        return self._hoist(kind.capitalize(), [self.dim(a) for a in factor[1]], "dim")
+
+    def dims(self, values: Sequence[Any], hint: str = "shape") -> str:
+        r"""A 1-D int64 tensor of ``values`` (ints and symbolic dims): a constant when all are
+        static, else a ``Concat`` of constants and :meth:`dim`\ s."""
+        if all(type(v) is int for v in values):
+            return self.constant(np.asarray(list(values), dtype=np.int64).reshape(-1), hint)
+        key = ("dims", tuple(values))
+        got = self._dims.get(key)
+        if got is not None:
+            return got
+        pieces: list[str] = []
+        run: list[int] = []
+        for v in values:
+            if type(v) is int:
+                run.append(v)
+                continue
+            if run:
+                pieces.append(self.constant(np.asarray(run, dtype=np.int64), hint))
+                run = []
+            pieces.append(self.dim(v))
+        if run:
+            pieces.append(self.constant(np.asarray(run, dtype=np.int64), hint))
+        out = pieces[0] if len(pieces) == 1 else self._hoist("Concat", pieces, hint, axis=0)
+        self._dims[key] = out
+        return out
 
     def _splat(self, data: np.ndarray, hint: str) -> str | None:
         """A ``ConstantOfShape`` node making ``data`` if it is a big splat the opset can fill."""
@@ -295,15 +400,39 @@ class EmitContext:
         """A 1-D int64 initializer (shapes, axes, pads)."""
         return self.builder.constant(np.asarray(list(values), dtype=np.int64).reshape(-1), hint)
 
-    def reshape(self, name: str, shape: Sequence[int]) -> str:
-        """``name`` reshaped to the static ``shape`` (a Reshape of a Reshape reads the first
-        one's input: the one it bypasses is dropped if nothing else uses it)."""
+    def dims(self, values: Sequence[Any], hint: str = "shape") -> str:
+        """A 1-D int64 tensor of ``values``, ints and symbolic dims (:meth:`GraphBuilder.dims`)."""
+        return self.builder.dims(values, hint)
+
+    def reshape(self, name: str, shape: Sequence[Any],
+                from_shape: Sequence[Any] | None = None) -> str:
+        """``name`` (of shape ``from_shape`` when known) reshaped to ``shape`` (a Reshape of a
+        Reshape reads the first one's input: the one it bypasses is dropped if nothing else
+        uses it). A symbolic target is written with the least run-time computation: a ``0``
+        for a dim equal to ``from_shape``'s at the same place, one ``-1``, the rest from
+        :meth:`GraphBuilder.dim`."""
+        if any(type(d) is not int for d in shape):
+            return self._symbolic_reshape(name, list(shape), from_shape)
         before = self.builder.producer.get(name)
         if before is not None and before[0] == "Reshape":
             name = before[1][0]
         # a 0 in the shape copies the input's dim unless allowzero (opset 14) says otherwise
         allowzero = 1 if 0 in shape and self.opset >= 14 else None
         return self.emit("Reshape", [name, self.int64s(shape)], allowzero=allowzero)
+
+    def _symbolic_reshape(self, name: str, shape: list[Any],
+                          from_shape: Sequence[Any] | None) -> str:
+        target: list[Any] = list(shape)
+        if 0 not in shape and from_shape is not None:  # (a literal 0 would read as "copy")
+            for k, d in enumerate(shape):
+                if type(d) is not int and k < len(from_shape) and from_shape[k] == d:
+                    target[k] = 0
+        open_ = [k for k, d in enumerate(target) if type(d) is not int]
+        if open_:
+            # the most complex open dim is left to -1, which Reshape infers
+            last = max(open_, key=lambda k: len(str(target[k])))
+            target[last] = -1
+        return self.emit("Reshape", [name, self.dims(target)])
 
     def transpose(self, name: str, perm: Sequence[int]) -> str:
         """``name`` transposed by ``perm``: no node for the identity permutation, and one

@@ -1,7 +1,7 @@
 """Emitters of the core tensor ops: elementwise math, comparisons, logic and bits, shape
-changes, reductions and tensor creation. Shapes are static, so every reshape-like op is one
-``Reshape`` to the output shape (no ``Squeeze``/``Unsqueeze``, whose signature changed across
-opsets).
+changes, reductions and tensor creation. Every reshape-like op is one ``Reshape`` to the output
+shape (no ``Squeeze``/``Unsqueeze``, whose signature changed across opsets), a symbolic one with
+the least run-time shape computation (see :meth:`EmitContext.reshape`).
 
 The 1:1 elementwise ops are tables (op -> ONNX op type, and the opset that introduced it when
 newer than 9); an op ONNX lacks at the export opset is written as an equivalent of older ops
@@ -251,7 +251,7 @@ def _reshape(ctx: EmitContext) -> str:
     shape = ctx.out_type.shape
     if tuple(ctx.type_of(0).shape) == tuple(shape):
         return ctx.input(0)
-    return ctx.reshape(ctx.input(0), shape)
+    return ctx.reshape(ctx.input(0), shape, ctx.type_of(0).shape)
 
 
 @emitter("transpose")
@@ -329,7 +329,7 @@ def _filled(ctx: EmitContext, value: object, dtype: str) -> str:
     shape = ctx.out_type.shape
     tensor = helper.make_tensor("value", ctx.onnx_type(dtype), [1],
                                 np.array([value], dtype=dtype).tolist())
-    return ctx.emit("ConstantOfShape", [ctx.int64s(shape)], value=tensor)
+    return ctx.emit("ConstantOfShape", [ctx.dims(shape)], value=tensor)
 
 
 @emitter("zeros", "ones", "zeros_like", "ones_like")
@@ -347,13 +347,16 @@ def _full(ctx: EmitContext) -> str:
     value = ctx.input(0)
     if ctx.type_of(0).dtype != dtype:
         value = ctx.cast(value, dtype)
-    return ctx.emit("Expand", [value, ctx.int64s(ctx.out_type.shape)])
+    return ctx.emit("Expand", [value, ctx.dims(ctx.out_type.shape)])
 
 
 @emitter("shape_of")
 def _shape_of(ctx: EmitContext) -> str:
-    # shapes are static: the result is a constant
-    return ctx.constant(shape_value(ctx.type_of(0).shape, ctx.attrs["dtype"]), hint="shape")
+    shape = ctx.type_of(0).shape
+    if all(type(d) is int for d in shape):  # a static shape is a constant
+        return ctx.constant(shape_value(shape, ctx.attrs["dtype"]), hint="shape")
+    out = ctx.emit("Shape", [ctx.input(0)])
+    return out if ctx.attrs["dtype"] == "int64" else ctx.cast(out, ctx.attrs["dtype"])
 
 
 @emitter("argmax", "argmin")

@@ -12,6 +12,7 @@ the core gives them a row of ``off_value``, and onnxruntime has few of its type 
 from __future__ import annotations
 
 import numpy as np
+from irpass.ir.dims import DimExpr
 from irpass.op.indexing import slice_bounds
 
 from .builder import EmitContext, emitter
@@ -64,15 +65,18 @@ def _take(ctx: EmitContext) -> str:
 def _strided_slice(ctx: EmitContext) -> str:
     a = ctx.attrs
     shape = tuple(ctx.type_of(0).shape)
-    if tuple(ctx.out_type.shape) == shape and _is_whole(shape, a):
-        return ctx.input(0)
     begin, end = list(a["begin"]), list(a["end"])
+    static = all(type(v) is int for v in (*shape, *begin, *end))
+    if static and tuple(ctx.out_type.shape) == shape and _is_whole(shape, a):
+        return ctx.input(0)
     axes = list(a["axes"]) if a["axes"] is not None else list(range(len(begin)))
     strides = list(a["strides"]) if a["strides"] is not None else [1] * len(begin)
     if ctx.opset >= 10:
-        return ctx.emit("Slice", [ctx.input(0), ctx.int64s(begin, "starts"),
-                                  ctx.int64s(end, "ends"), ctx.int64s(axes, "axes"),
+        return ctx.emit("Slice", [ctx.input(0), ctx.dims(begin, "starts"),
+                                  ctx.dims(end, "ends"), ctx.int64s(axes, "axes"),
                                   ctx.int64s(strides, "steps")])
+    if not static:
+        raise ctx.fail("a slice of a symbolic size needs opset >= 10")
     if all(s == 1 for s in strides):
         return ctx.emit("Slice", [ctx.input(0)], starts=begin, ends=end, axes=axes)
     # opset 9 Slice has no steps: gather the (static) positions of each strided axis
@@ -97,9 +101,14 @@ def _is_whole(shape: tuple[int, ...], a: object) -> bool:
 @emitter("broadcast_to")
 def _broadcast_to(ctx: EmitContext) -> str:
     shape = tuple(ctx.out_type.shape)
-    if tuple(ctx.type_of(0).shape) == shape:
+    ishape = tuple(ctx.type_of(0).shape)
+    if ishape == shape:
         return ctx.input(0)
-    return ctx.emit("Expand", [ctx.input(0), ctx.int64s(shape)])
+    # Expand broadcasts both ways: a 1 keeps the input's dim, so only new sizes are computed
+    lead = len(shape) - len(ishape)
+    target = [1 if k >= lead and type(d) is not int and ishape[k - lead] == d else d
+              for k, d in enumerate(shape)]
+    return ctx.emit("Expand", [ctx.input(0), ctx.dims(target)])
 
 
 @emitter("tile")
@@ -113,7 +122,7 @@ def _tile(ctx: EmitContext) -> str:
     reps = (1,) * (len(shape) - len(reps)) + reps
     if all(r == 1 for r in reps):
         return x
-    return ctx.emit("Tile", [x, ctx.int64s(reps, "repeats")])
+    return ctx.emit("Tile", [x, ctx.dims(reps, "repeats")])
 
 
 _INDEX_DTYPES = ("int32", "int64")
@@ -297,8 +306,22 @@ def _scalar_as(ctx: EmitContext, i: int, dtype: str) -> str:
 
 @emitter("arange")
 def _arange(ctx: EmitContext) -> str:
-    # the bounds are attributes, so the result is known
-    return ctx.constant(ctx.node.expr.op.kernel((), ctx.attrs), hint="range")
+    a = ctx.attrs
+    bounds = [a["start"], a["stop"], a["step"]]
+    if not any(isinstance(v, DimExpr) for v in bounds):
+        # the bounds are attributes, so the result is known
+        return ctx.constant(ctx.node.expr.op.kernel((), a), hint="range")
+    start, stop = (0, a["start"]) if a["stop"] is None else (a["start"], a["stop"])
+    dtype = ctx.out_type.dtype
+    scalars = []
+    for v in (start, stop, a["step"]):
+        if not isinstance(v, DimExpr):
+            scalars.append(ctx.constant(np.array(v, dtype=dtype)))
+            continue
+        scalar = ctx.emit("Reshape", [ctx.dims([v]), ctx.int64s([], "scalar")])
+        scalars.append(scalar if dtype == "int64" else ctx.cast(scalar, dtype))
+    ctx.need_opset(11, "Range")
+    return ctx.emit("Range", scalars)
 
 
 @emitter("nn.depth_to_space", "nn.space_to_depth")

@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 from google.protobuf.message import EncodeError
 from irpass.formats import atomic_path
+from irpass.ir.dims import SizeVar
 from irpass.ir.types import TensorType, TupleType, Type, numpy_dtype
 from onnx import TensorProto, helper, numpy_helper
 
@@ -99,10 +100,22 @@ def write_model(lowered: Lowered, opset: int, output_names: list[str] | None,
                               "graph inputs need unique names")
     wanted = _output_names(output_names, n_out, set(input_names))
     builder = GraphBuilder(opset, input_names + wanted)
+    for i in lowered.inputs:  # where each size variable can be read at run time
+        if isinstance(i.type, TensorType):
+            for axis, d in enumerate(i.type.shape):
+                if isinstance(d, SizeVar):
+                    builder.dim_sources.setdefault(d.name, (i.name, axis))
     emission = _Emission(builder)
     emission.emit_all(lowered.outputs)
     out_values = [emission.value_name(v) for v in lowered.outputs]
     return _assemble(lowered, builder, out_values, wanted, graph_name)
+
+
+def value_info_of(name: str, ty: TensorType, where: str | None = None) -> onnx.ValueInfoProto:
+    """The ONNX value info of ``name`` of type ``ty``; a symbolic dim is written as a
+    ``dim_param`` of its text (``batch``, ``seq * 2``)."""
+    dims = [d if type(d) is int else str(d) for d in ty.shape]
+    return helper.make_tensor_value_info(name, onnx_type_of(ty.dtype, where or name), dims)
 
 
 def _output_names(given: list[str] | None, n: int, taken: set[str]) -> list[str]:
@@ -239,13 +252,11 @@ class _Emission:
             names.append(name)
         nodes = live_nodes(nodes, names)
         used = {n for rec in nodes for n in rec[2]}
-        graph_inputs = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n),
-                                                      list(t.shape)) for n, t in inputs]
-        outputs = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
-                   for n, t in ((n, resolve(v).type) for n, v in
-                                zip(names, sub.outputs, strict=True))]
-        value_info = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
-                      for n, t in declared.items() if n in used and n not in names]
+        graph_inputs = [value_info_of(n, t) for n, t in inputs]
+        outputs = [value_info_of(n, resolve(v).type)
+                   for n, v in zip(names, sub.outputs, strict=True)]
+        value_info = [value_info_of(n, t) for n, t in declared.items()
+                      if n in used and n not in names]
         return helper.make_graph(make_node_protos(nodes, {}), fresh(hint), graph_inputs,
                                  outputs, value_info=value_info)
 
@@ -284,15 +295,13 @@ def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], want
     outputs = []
     for v, name in zip(lowered.outputs, wanted, strict=True):
         ty = resolve(v).type
-        outputs.append(helper.make_tensor_value_info(
-            name, onnx_type_of(ty.dtype, f"output {name}"), list(ty.shape)))
-    inputs = [helper.make_tensor_value_info(i.name, onnx_type_of(i.type.dtype, i.name),
-                                            list(i.type.shape)) for i in lowered.inputs]
+        outputs.append(value_info_of(name, ty, f"output {name}"))
+    inputs = [value_info_of(i.name, i.type) for i in lowered.inputs]
     # the graph goes into the model without its tensors: make_graph and make_model copy what
     # they are given, and copying the weights twice took longer than the rest of the export
     declared = {rename.get(n, n): t for n, t in builder.value_info.items() if n in used}
-    value_info = [helper.make_tensor_value_info(n, onnx_type_of(t.dtype, n), list(t.shape))
-                  for n, t in declared.items() if n not in graph_inputs and n not in wanted]
+    value_info = [value_info_of(n, t) for n, t in declared.items()
+                  if n not in graph_inputs and n not in wanted]
     graph = helper.make_graph(make_node_protos(builder.nodes, rename), graph_name, inputs,
                               outputs, value_info=value_info)
     opsets = [helper.make_opsetid("", builder.opset)]
