@@ -59,6 +59,7 @@ PATTERNS = {
     **dict.fromkeys(["sum", "mean", "max", "min", "prod"], RED),
     **dict.fromkeys(["zeros", "ones", "full", "zeros_like", "ones_like"], E),
     "shape_of": OPQ,
+    "dims_tensor": OPQ,
     **dict.fromkeys(
         [
             "nn.conv2d",
@@ -163,6 +164,7 @@ CASES: dict[str, tuple] = {
     "zeros_like": (lambda: op.zeros_like(V[0]), [r(2, 3)]),
     "ones_like": (lambda: op.ones_like(V[0]), [r(2, 3)]),
     "shape_of": (lambda: op.shape_of(V[0], "int64"), [r(2, 3)]),
+    "dims_tensor": (lambda: op.dims_tensor((2, 0, 7), "int32"), []),
     "nn.conv2d": (
         lambda: op.nn.conv2d(V[0], V[1], strides=2, padding=1, groups=2),
         [r(1, 4, 7, 7), r(6, 2, 3, 3)],

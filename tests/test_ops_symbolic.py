@@ -210,6 +210,7 @@ ATTR_SAMPLES: list[tuple[str, Callable[[], Call], list[TensorType], list[dict[st
     ("ones", lambda: op.ones((n * 2, seq), "float32"), [], [{"n": 3, "seq": 1}]),
     ("full", lambda: op.full(V[0], (n, seq)), [TensorType((), "int32")], [{"n": 2, "seq": 5}]),
     ("arange", lambda: arange(seq, dtype="int64"), [], [{"seq": 0}, {"seq": 7}]),
+    ("dims_tensor", lambda: op.dims_tensor((n, 4, seq * 2 + 1)), [], [{"n": 3, "seq": 0}]),
     ("arange", lambda: arange(1, seq + 1, 2, dtype="int64"), [], [{"seq": 6}, {"seq": 7}]),
     ("arange", lambda: arange(seq, 0, -3, dtype="float32"), [], [{"seq": 7}, {"seq": 0}]),
     ("one_hot", lambda: one_hot(V[0], V[1], V[2], depth=seq), [

@@ -139,10 +139,35 @@ RUNNERS: dict[str, Callable[[str, str], dict[str, float]]] = {
 }
 
 
-def _node_count(path: str) -> int:
+def _node_counts(path: str) -> tuple[int, int]:
+    """The nodes of the main graph of the model in ``path``, and how many of them only
+    compute shapes (see :func:`shape_nodes`)."""
     import onnx
 
-    return len(onnx.load(path, load_external_data=False).graph.node)
+    graph = onnx.load(path, load_external_data=False).graph
+    return len(graph.node), shape_nodes(graph)
+
+
+def shape_nodes(graph: Any) -> int:
+    """The nodes of ``graph`` that only compute shapes: ``Shape`` and ``Size``, and every
+    node that reads at least one value computed so and otherwise only constants (the
+    ``Gather``/``Slice``/``Concat``/``Unsqueeze``/``Cast``/``Range``/arithmetic scaffolding of
+    dynamic exports, up to the ``Reshape``/``Expand``/... that consumes it, which computes)."""
+    constants = {t.name for t in graph.initializer}
+    derived: set[str] = set()
+    count = 0
+    for node in graph.node:
+        inputs = [i for i in node.input if i]
+        if node.op_type == "Constant" or (node.op_type == "ConstantOfShape" and not (
+                set(inputs) & derived)):
+            constants.update(node.output)
+            continue
+        if node.op_type in ("Shape", "Size") or (
+                any(i in derived for i in inputs)
+                and all(i in derived or i in constants for i in inputs)):
+            derived.update(node.output)
+            count += 1
+    return count
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -172,7 +197,7 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
                     continue
                 try:
                     result["times"].append(run(str(models_dir / file), out))
-                    result["nodes"] = _node_count(out)
+                    result["nodes"], result["shape_nodes"] = _node_counts(out)
                 except Exception as exc:  # noqa: BLE001 - recorded for the table
                     result["error"] = _one_line(f"{type(exc).__name__}: {exc}")
                 finally:
@@ -227,15 +252,24 @@ def _ratio(irpass: dict[str, Any], other: dict[str, Any], part: str) -> float | 
     return other["seconds"][part] / max(irpass["seconds"][part], 1e-9)
 
 
-def _nodes(result: dict[str, Any]) -> str:
+def _nodes(result: dict[str, Any], shapes: bool = False) -> str:
+    """The node count a tool left (with its shape-computing nodes in parentheses)."""
     if "skipped" in result:
         return "-"
-    return "fail" if "error" in result else str(result.get("nodes", "-"))
+    if "error" in result:
+        return "fail"
+    if shapes and "shape_nodes" in result:
+        return f"{result['nodes']} ({result['shape_nodes']})"
+    return str(result.get("nodes", "-"))
 
 
 def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[str, Any]]],
-           ) -> list[str]:
-    """The Markdown table, a totals line and the failures."""
+           models_dir: Path = MODELS_DIR) -> list[str]:
+    """The Markdown table, a totals line and the failures. For models with dynamic inputs
+    (``make_models.py --size dynamic``) the node counts show the nodes that only compute
+    shapes in parentheses, and the summary compares both counts."""
+    dynamic = any(i.get("dynamic") for e in entries for i in e["inputs"])
+    lean = 0  # models where irpass leaves no more nodes and shape nodes than both others
     lines = [
         "| model | nodes | irpass | onnxsim | onnxslim | ORT extended | irpass in memory s "
         "(import + -O3 + export) | onnxsim in memory s | onnxslim in memory s | onnxsim / irpass "
@@ -266,9 +300,15 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
                 low[part] = min(low[part], ratio)
             others = [r[t]["nodes"] for t in ("onnxsim", "onnxslim") if "nodes" in r[t]]
             fewer += all(ir["nodes"] < n for n in others)
+            lean += all(ir["nodes"] <= r[t]["nodes"] and ir["shape_nodes"] <= r[t]["shape_nodes"]
+                        for t in ("onnxsim", "onnxslim") if "nodes" in r[t])
         shown = {part: "-" if x is None else f"{x:.1f}x" for part, x in ratios.items()}
-        lines.append(f"| {file.removesuffix('.onnx')} | {entry['nodes']} | {_nodes(ir)} "
-                     f"| {_nodes(r['onnxsim'])} | {_nodes(r['onnxslim'])} | {_nodes(r['ort'])} "
+        exported = str(entry["nodes"])
+        if dynamic:
+            exported = "{} ({})".format(*_node_counts(str(models_dir / file)))
+        lines.append(f"| {file.removesuffix('.onnx')} | {exported} | {_nodes(ir, dynamic)} "
+                     f"| {_nodes(r['onnxsim'], dynamic)} | {_nodes(r['onnxslim'], dynamic)} "
+                     f"| {_nodes(r['ort'], dynamic)} "
                      f"| {parts} | {_secs(r['onnxsim'], 'memory')} "
                      f"| {_secs(r['onnxslim'], 'memory')} | {shown['memory']} | {_secs(ir)} "
                      f"| {_secs(r['onnxsim'])} | {shown['total']} |")
@@ -287,6 +327,10 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
         f"{overall('memory', 'In memory')}. {overall('total', 'File to file')}. irpass leaves "
         f"fewer nodes than both onnxsim and onnxslim on {fewer}.",
     ]
+    if dynamic:
+        summary.append(f"Node counts: all nodes (those only computing shapes). irpass leaves no "
+                       f"more nodes and no more shape nodes than onnxsim and onnxslim on {lean} "
+                       f"of the {both_ok} models.")
     if failures:
         summary += ["", "Failures:", *failures]
     return lines + summary
@@ -332,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         results[tool] = _measure(tool, files, args.repeat, args.clock, models_dir)
         print(f"{tool}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    print("\n".join(render(entries, results)))
+    print("\n".join(render(entries, results, models_dir)))
     return 0
 
 

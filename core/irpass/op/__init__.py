@@ -17,7 +17,17 @@ Python builtins of the same names; use them as ``irpass.op.sum(...)``.
 
 from ..ir.op import Op, OpPattern, list_ops, register_op
 from . import image, nn, qnn, vision
-from .create import arange, full, one_hot, ones, ones_like, shape_of, zeros, zeros_like
+from .create import (
+    arange,
+    dims_tensor,
+    full,
+    one_hot,
+    ones,
+    ones_like,
+    shape_of,
+    zeros,
+    zeros_like,
+)
 from .cumulative import cumprod, cumsum
 from .indexing import gather, gather_nd, strided_slice, take
 from .linalg import einsum, matmul
@@ -185,6 +195,7 @@ __all__ = [
     "scatter_elements",
     "scatter_nd",
     "shape_of",
+    "dims_tensor",
     "sigmoid",
     "sign",
     "sin",

@@ -45,8 +45,8 @@ from ._common import (
     tensor_arg,
 )
 
-__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of", "arange", "one_hot",
-           "arange_length"]
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of", "dims_tensor",
+           "arange", "one_hot", "arange_length"]
 
 
 def _attr_shape(value: Any, where: str) -> tuple[Dim, ...]:
@@ -200,6 +200,41 @@ def shape_of(data: Any, dtype: Any = "int32") -> Call:
     """The shape of ``data`` as a 1-D tensor of ``dtype`` (any dtype, as in TVM: each dim
     converted as a cast converts it, see :func:`shape_value`)."""
     return make_call("shape_of", [data], ["data"], dtype=dtype)
+
+
+# -- dims as a tensor --------------------------------------------------------------------------
+
+
+def _dims_tensor_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    return TensorType((len(attrs["dims"]),), attrs["dtype"])
+
+
+def _dims_tensor_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    # the evaluator has put the sizes in: the dims are ints here
+    return shape_value(tuple(attrs["dims"]), attrs["dtype"])
+
+
+register(
+    "dims_tensor",
+    num_inputs=0,
+    type_rel=_dims_tensor_rel,
+    kernel=_dims_tensor_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(
+        AttrField("dims", attr_dims, doc="The values: ints and symbolic dims."),
+        AttrField("dtype", attr_dtype, "int64", doc="The dtype of the result (any)."),
+    ),
+    doc="The values of ``dims`` (symbolic sizes too) as a 1-D tensor of ``dtype``, as "
+    "Relax's ``shape_to_tensor`` of a ``ShapeExpr``: what a computation on ``shape_of`` of "
+    "a tensor with symbolic dims folds to (``take(shape_of(x), 1)`` of ``x: (n, seq)`` is "
+    "``dims_tensor(dims=[seq])``).",
+)
+
+
+def dims_tensor(dims: Any, dtype: Any = "int64") -> Call:
+    """``dims`` (ints and symbolic dims) as a 1-D tensor of ``dtype``, computed at run time
+    from the sizes the inputs give."""
+    return make_call("dims_tensor", [], [], dims=dims, dtype=dtype)
 
 
 

@@ -5,7 +5,8 @@ is known all the same: ``[n, 128]``. Exported models compute reshape targets, ex
 and ranges from such values (``Shape -> Gather -> Concat -> Reshape``); computed on known
 dims, that scaffolding folds away, and a reshape whose target came from ``shape_of`` becomes a
 reshape to a symbolic shape. The ONNX importer and FoldConstant both compute shape values
-with :func:`eval_shape_call`.
+with :func:`eval_shape_call`, and a value that stays symbolic is written as one
+``dims_tensor`` call (:func:`as_call`) in place of the scaffolding that computed it.
 
 A shape value is a numpy array of ``dtype=object`` holding ``int``\\ s and
 :class:`~irpass.ir.dims.DimExpr`\\ s (an integer constant is an ordinary int array). An op
@@ -36,9 +37,10 @@ from ..ir.dims import (
     prove_lt,
     prove_ne,
 )
+from ..ir.nodes import Call
 from ..ir.op import Op
 
-__all__ = ["SHAPE_KERNELS", "eval_shape_call", "is_shape_value", "as_dims"]
+__all__ = ["SHAPE_KERNELS", "eval_shape_call", "is_shape_value", "as_dims", "as_call"]
 
 #: A rule computing an op on shape values: ``(args, attrs) -> array``, ``None`` when the
 #: value cannot be known ahead of run time.
@@ -102,6 +104,10 @@ def _cast(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray | None:
     return np.asarray(args[0], dtype=object).copy()
 
 
+def _dims_tensor(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    return np.array(list(attrs["dims"]) + [None], dtype=object)[:-1]  # 1-D, objects
+
+
 def _where(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray | None:
     cond = np.asarray(args[0])
     if cond.dtype == object:  # an undecided comparison never gets here: see _elementwise
@@ -126,6 +132,7 @@ SHAPE_KERNELS: dict[str, ShapeKernel] = {
     "greater_equal": _elementwise(_decided(prove_ge, prove_lt)),
     "cast": _cast,
     "where": _where,
+    "dims_tensor": _dims_tensor,
 }
 
 
@@ -138,6 +145,15 @@ def is_shape_value(value: Any) -> bool:
 def as_dims(value: np.ndarray) -> list[Any]:
     """The elements of a shape value or of an integer array, as ints and DimExprs."""
     return [d if isinstance(d, DimExpr) else int(d) for d in np.asarray(value).reshape(-1)]
+
+
+def as_call(value: np.ndarray, dtype: str) -> Call:
+    """A shape value as an expression computing it: ``dims_tensor`` of its elements (and a
+    ``reshape`` for a value that is not 1-D)."""
+    from . import dims_tensor, reshape
+
+    flat = dims_tensor(as_dims(value), dtype)
+    return flat if value.ndim == 1 else reshape(flat, tuple(value.shape))
 
 
 def eval_shape_call(op: Op, args: Sequence[np.ndarray], attrs: Attrs,

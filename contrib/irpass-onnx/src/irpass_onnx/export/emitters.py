@@ -359,6 +359,15 @@ def _shape_of(ctx: EmitContext) -> str:
     return out if ctx.attrs["dtype"] == "int64" else ctx.cast(out, ctx.attrs["dtype"])
 
 
+@emitter("dims_tensor")
+def _dims_tensor(ctx: EmitContext) -> str:
+    dims = list(ctx.attrs["dims"])
+    if all(type(d) is int for d in dims):
+        return ctx.constant(shape_value(tuple(dims), ctx.attrs["dtype"]), hint="dims")
+    out = ctx.dims(dims, "dims")
+    return out if ctx.attrs["dtype"] == "int64" else ctx.cast(out, ctx.attrs["dtype"])
+
+
 @emitter("argmax", "argmin")
 def _arg_extreme(ctx: EmitContext) -> str:
     shape = tuple(ctx.type_of(0).shape)

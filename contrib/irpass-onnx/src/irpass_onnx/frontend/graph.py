@@ -45,7 +45,7 @@ from irpass.ir import (
 from irpass.ir.dims import RESERVED_NAMES as _RESERVED_NAMES
 from irpass.ir.dims import SizeVar
 from irpass.ir.types import NUMPY_DTYPES, numpy_dtype
-from irpass.op.shape_values import eval_shape_call
+from irpass.op.shape_values import as_call, eval_shape_call
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
 from ..dtypes import FLOAT_DTYPES, ONNX_TO_DTYPE, dtype_name, dtype_of
@@ -571,8 +571,11 @@ class GraphImporter:
             const = Constant(value.astype(numpy_dtype(ty.dtype), copy=False))
             self.types[const] = ty
             return const
-        known[expr] = value
-        return expr
+        # the scaffolding that computed it is dropped: one dims_tensor holds the value
+        made = as_call(value, ty.dtype)
+        self.types[made] = ty
+        known[made] = value
+        return made
 
     def _run_kernels(self, expr: Expr) -> np.ndarray | None:
         """The value of ``expr``, op calls (and tuples) over constants, computed with the ops'
