@@ -201,3 +201,15 @@ def test_a_closure_called_with_its_inherited_size_type_checks():
     assert infer_type(main).ret_type == TensorType((N,), "float32")
     v = f32(3, 2)
     np.testing.assert_allclose(evaluate(main, v), v.sum(axis=1) + 1, rtol=1e-6)
+
+
+def test_a_return_annotation_may_differ_from_the_body_where_only_the_run_time_can_tell():
+    c = SizeVar("c")
+    x = var("x", TensorType((N, c), "float32"))
+    body = O.multiply(x, const(np.ones(3, "float32")))  # (n, 3): the relation assumed c == 3
+    f = infer_type(Function([x], body, TensorType((N, c), "float32")))
+    assert f.checked_type.ret_type == TensorType((N, c), "float32")
+    with pytest.raises(TypeInferenceError, match="is annotated to return"):
+        infer_type(Function([x], O.negative(x), TensorType((N + 1, c), "float32")))
+    with pytest.raises(TypeInferenceError, match="is annotated to return"):
+        infer_type(Function([x], body, TensorType((N, c), "int32")))

@@ -21,11 +21,31 @@ every function except those marked ``Primitive``:
   when the other fields are constants, variables or function literals (their
   evaluation has no effect, so dropping them is safe); with all fields
   constant this is the "TupleGetItem of a constant tuple" rule.
-* **shape_of.** ``shape_of(x, dtype)`` becomes the constant shape of ``x`` in
-  ``dtype`` (any dtype: ``"float32"`` gives a float32 constant, as in TVM). Shapes
-  are static in irpass, so this needs only ``x``'s type: types are inferred
+* **shape_of.** ``shape_of(x, dtype)`` of a static ``x`` becomes the constant
+  shape of ``x`` in ``dtype`` (any dtype: ``"float32"`` gives a float32 constant,
+  as in TVM). This needs only ``x``'s type: types are inferred
   (``irpass.ir.infer_type``) lazily, the first time a ``shape_of`` of a
   non-constant is met, so functions without one pay nothing for it.
+* **Shape values.** ``shape_of`` of a tensor with symbolic dims (``Tensor[(n,
+  128), float32]``) is no constant, but its value is known: ``[n, 128]``, a shape
+  value (see :mod:`irpass.op.shape_values`). The call stays and its value is
+  recorded; a call of an op whose arguments are shape values and integer
+  constants (a tuple of them for ``concatenate``) is computed with
+  :func:`~irpass.op.shape_values.eval_shape_call` -- ``take``,
+  ``strided_slice``, ``concatenate``, arithmetic, the comparisons the prover
+  decides, ... A result whose elements all come out static becomes a
+  ``Constant`` (``take(shape_of(x), 1)`` is ``128``); a symbolic one becomes
+  one ``dims_tensor`` call holding it (``take(shape_of(x), 0)`` is
+  ``dims_tensor(dims=[n])``: the scaffolding that computed it goes, and the
+  ``shape_of`` with it once nothing else uses it), recorded in turn so its
+  users go on folding; one that cannot be known stays as it is. A let var
+  bound to a shape value carries it to its uses, and a ``dims_tensor`` call is
+  a shape value too.
+  Only integer ``shape_of`` dtypes give shape values (a float shape is a
+  computation on sizes no prover reasons about).
+* **Symbolic results.** A call of constants whose result type is not static
+  (``broadcast_to(c, shape=[batch, 1, 32])``, ``arange(stop=seq)``) depends on
+  sizes known at run time only: it is left as it is, without a warning.
 * **Constant conditions.** ``if (True) a else b`` becomes ``a`` (and
   ``False`` gives ``b``): the condition is a constant, so only that branch
   could ever run.
@@ -82,10 +102,15 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.ir.types import NUMPY_DTYPES
+from irpass.op import shape_values as _shape_values
 from irpass.op.create import shape_value
+from irpass.op.shape_values import eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
+
+# A symbolic shape value as one call computing it (``dims_tensor``), where the core has it.
+_AS_CALL = getattr(_shape_values, "as_call", None)
 
 #: The config key bounding the number of elements of a folded constant.
 MAX_ELEMENTS = "std.FoldConstant.max_elements"
@@ -241,6 +266,11 @@ class _Folder:
         # Let vars replaced by constants, for Primitive functions that capture them.
         self.substitutions: dict[Var, Expr] = {}
         self.substituter: ExprMutator | None = None
+        # Rewritten nodes (and let vars) whose value is a symbolic shape value -> that
+        # value (an object array of dims) and its type. Empty unless a shape_of of a
+        # symbolic tensor was met: calls consult it only then, so static programs pay
+        # one test per call.
+        self.shape_values: dict[Expr, tuple[np.ndarray, TensorType]] = {}
 
     def visit(self, root: Expr) -> Expr:
         """The rewritten form of ``root``."""
@@ -338,6 +368,8 @@ class _Folder:
                     )
             elif state == _LET_VALUE:
                 value = get(node.value, node.value)
+                if self.shape_values and value in self.shape_values:
+                    self.shape_values[node.var] = self.shape_values[value]
                 if type(value) is Constant or (type(value) is Tuple and value in self.const_tuples):
                     # Substitute the constant for the var; the binding is dropped.
                     memo[node.var] = value
@@ -377,6 +409,12 @@ class _Folder:
                 folded = self._fold(call, op, new_args)
                 if folded is not None:
                     return folded
+            if self.shape_values:
+                folded = self._fold_shape_values(call, op, new_args)
+                if folded is not None:
+                    return folded
+            if not new_args and op.name == "dims_tensor":
+                self._record_dims_tensor(call)
             new_op = op
         else:
             # Calls of global functions and closures are not evaluated.
@@ -409,7 +447,7 @@ class _Folder:
                 keys.append(const_tuples[arg])  # a tuple of tensors, as concatenate takes
                 values.append(_value(arg))
             elif op.name == "shape_of":
-                return self._fold_shape_of(call)
+                return self._fold_shape_of(call, args)
             else:
                 return None
         # The result type, from the op's type relation: it bounds the size before the
@@ -423,6 +461,8 @@ class _Folder:
                 return None
             self.type_cache[cache_key] = signature
         ty, elements, np_dtype = signature
+        if elements is None:
+            return None  # a symbolic result: its value depends on sizes known at run time
         if self.max_elements is not None and elements > self.max_elements:
             return None
         try:
@@ -451,8 +491,9 @@ class _Folder:
 
     def _signature(
         self, call: Call, op: Op, args: tuple[Expr, ...]
-    ) -> tuple[Type, int, np.dtype | None] | None:
-        """``(result type, its number of elements, numpy dtype if a tensor)``, or None."""
+    ) -> tuple[Type, int | None, np.dtype | None] | None:
+        """``(result type, its number of elements, numpy dtype if a tensor)``, or None;
+        the number of elements is None for a type that is not static."""
         try:
             ty = op.type_rel(tuple([_const_type(a) for a in args]), call.attrs)
         except Exception as exc:
@@ -462,6 +503,8 @@ class _Folder:
                 call,
             )
             return None
+        if not _static(ty):
+            return ty, None, None
         np_dtype = np.dtype(ty.dtype) if isinstance(ty, TensorType) else None
         return ty, _elements(ty), np_dtype
 
@@ -536,14 +579,83 @@ class _Folder:
                 keys.append((f.data.shape, f.data.dtype))
         self.const_tuples[tup] = tuple(keys) if keys is not None else None
 
-    def _fold_shape_of(self, call: Call) -> Expr | None:
-        """``shape_of`` of a non-constant: the shape from the argument's type, or None."""
+    def _fold_shape_of(self, call: Call, args: tuple[Expr, ...]) -> Expr | None:
+        """``shape_of`` of a non-constant: the shape from the argument's type, or None.
+
+        A symbolic shape keeps the call (``args`` rewritten) and records its shape value."""
         ty = self._type_of(call.args[0], call)
         if not isinstance(ty, TensorType):
             return None
         if self.max_elements is not None and len(ty.shape) > self.max_elements:
             return None
-        return Constant(shape_value(ty.shape, call.attrs["dtype"]))
+        dtype = call.attrs["dtype"]
+        if ty.is_static:
+            return Constant(shape_value(ty.shape, dtype))
+        if np.dtype(NUMPY_DTYPES[dtype]).kind not in "iu":
+            return None
+        kept = call if args == call.args else _unchecked_call(call.op, args, call.attrs)
+        value = np.empty(len(ty.shape), dtype=object)
+        value[:] = ty.shape
+        self.shape_values[kept] = (value, TensorType((len(ty.shape),), dtype))
+        return kept
+
+    def _fold_shape_values(self, call: Call, op: Op, args: tuple[Expr, ...]) -> Expr | None:
+        """A call whose args are shape values and integer constants: a ``Constant`` when
+        its value comes out static, the call itself (recorded) when symbolic, else None."""
+        shape_values = self.shape_values
+        values: list[Any] = []
+        arg_types: list[Type] = []
+        symbolic = False
+        for arg in args:
+            t = type(arg)
+            if t is Tuple:  # concatenate's tuple of shape values and constants
+                fields = [_shape_operand(f, shape_values) for f in arg.fields]
+                if any(f is None for f in fields):
+                    return None
+                values.append(tuple(f[0] for f in fields))
+                arg_types.append(TupleType(tuple(f[1] for f in fields)))
+                symbolic = symbolic or any(f[2] for f in fields)
+                continue
+            operand = _shape_operand(arg, shape_values)
+            if operand is None:
+                return None
+            values.append(operand[0])
+            arg_types.append(operand[1])
+            symbolic = symbolic or operand[2]
+        if not symbolic or op.stateful or op.name in NEVER_FOLD:
+            return None
+        try:
+            ty = op.type_rel(tuple(arg_types), call.attrs)
+        except Exception:  # noqa: BLE001 - left to type inference to report
+            return None
+        if not isinstance(ty, TensorType) or not ty.is_static:
+            return None
+        out = eval_shape_call(op, values, call.attrs, ty.dtype)
+        if out is None or out.shape != ty.shape:
+            return None
+        if out.dtype != object:
+            if self.max_elements is not None and out.size > self.max_elements:
+                return None
+            return Constant(out)
+        if _AS_CALL is not None and op.name != "dims_tensor":
+            # the scaffolding that computed the value becomes one call holding it
+            kept = _AS_CALL(out, ty.dtype)
+        else:
+            kept = call if args == call.args else _unchecked_call(op, args, call.attrs)
+        shape_values[kept] = (out, ty)
+        return kept
+
+    def _record_dims_tensor(self, call: Call) -> None:
+        """Record the shape value of a ``dims_tensor`` call, so that its users fold."""
+        dtype = call.attrs["dtype"]
+        if np.dtype(NUMPY_DTYPES[dtype]).kind not in "iu":
+            return
+        dims = call.attrs["dims"]
+        if all(type(d) is int for d in dims):
+            return
+        value = np.empty(len(dims), dtype=object)
+        value[:] = list(dims)
+        self.shape_values[call] = (value, TensorType((len(dims),), dtype))
 
     def _type_of(self, expr: Expr, call: Call) -> Type | None:
         """The inferred type of ``expr`` (an original node), inferring types on first use."""
@@ -563,6 +675,27 @@ class _Folder:
 
     def _warn(self, message: str, call: Expr) -> None:
         self.warnings.append((f"not folding `{describe(call)}`: {message}", call))
+
+
+def _shape_operand(
+    expr: Expr, shape_values: dict[Expr, tuple[np.ndarray, TensorType]]
+) -> tuple[np.ndarray, Type, bool] | None:
+    """``(value, type, symbolic)`` of a shape value or an integer constant, else None."""
+    known = shape_values.get(expr)
+    if known is not None:
+        return known[0], known[1], True
+    if type(expr) is Constant and expr.data.dtype.kind in "iub":
+        return expr.data, _const_type(expr), False
+    return None
+
+
+def _static(ty: Type) -> bool:
+    """Whether every tensor type in ``ty`` has a static shape."""
+    if type(ty) is TensorType:
+        return ty.is_static
+    if isinstance(ty, TupleType):
+        return all(_static(f) for f in ty.fields)
+    return True
 
 
 def _const_type(expr: Expr) -> Type:

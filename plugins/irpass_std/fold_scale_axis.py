@@ -284,7 +284,7 @@ def _channel_vector(c: Expr, rank: int, axis: int, extent: int) -> np.ndarray | 
     right as numpy broadcasting does, has extent 1 on every other axis (and
     ``extent`` or 1 on ``axis``).
     """
-    if type(c) is not Constant:
+    if type(c) is not Constant or type(extent) is not int:  # a symbolic channel count
         return None
     data = c.data
     if data.dtype.kind != "f":  # dtype.kind: much cheaper than dtype.name

@@ -30,6 +30,14 @@ functions calling Inline functions are inlined bottom-up; Inline functions
 that are recursive (directly or through other Inline functions) are left as
 they are and reported with a warning on ``ctx.diag``. Afterwards, an Inline
 function that nothing references any more is removed (``@main`` never is).
+An Inline function with symbolic param types (``%y: Tensor[(k, 4), float32]``)
+is instantiated at each call as type inference does (the module is typed
+first, only then): each size variable that is a dim of its own takes the
+argument's dim, and the copy has it replaced in its attributes
+(``reshape(newshape=[k * 4])``) and type annotations. A call whose other
+symbolic dims do not come out structurally equal to the argument's (``k * 2``
+given ``m``, ``k`` twice given ``n`` and ``m``) is left as a call with a
+warning: the call checks those at run time, the inlined copy would not.
 
 **RemoveUnusedFunctions(entry_functions=None)** keeps the functions reachable
 from the entry functions (default ``["main"]``) through ``GlobalVar``
@@ -43,20 +51,24 @@ change nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from irpass.ir import (
     Call,
     Constant,
     ExprMutator,
     Function,
+    FuncType,
     GlobalVar,
     IRModule,
     Let,
     Op,
+    TensorType,
+    TupleType,
     Var,
     infer_type,
 )
+from irpass.ir.dims import Dim, DimExpr, SizeVar, free_vars, substitute
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
@@ -120,6 +132,7 @@ class _LiftAnalysis:
             for f in self.funcs
             if f not in self.escapes
             and not any(v in self.var_escapes for v in self.let_vars.get(f, ()))
+            and not _sizes_from_outside(f)
         ]
         lifted = set(self.liftable)
         #: the lifted closure each let var names
@@ -280,6 +293,65 @@ def _type_of(v: Var) -> Type:
     return v.type_annotation if v.type_annotation is not None else v.checked_type
 
 
+def _type_size_vars(ty: Type | None, lone: set[str] | None, used: set[str]) -> None:
+    """Add the size variables of ``ty`` to ``used`` (and those that are a dim of their own
+    to ``lone``, if given)."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType):
+            if t.is_static:
+                continue
+            for d in t.shape:
+                if isinstance(d, DimExpr):
+                    used.update(free_vars(d))
+                    if lone is not None and type(d) is SizeVar:
+                        lone.add(d.name)
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif isinstance(t, FuncType):
+            stack.extend((*t.arg_types, t.ret_type))
+
+
+def _attr_size_vars(value: Any, used: set[str]) -> None:
+    if isinstance(value, DimExpr):
+        used.update(free_vars(value))
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _attr_size_vars(v, used)
+
+
+def _sizes_from_outside(closure: Function) -> bool:
+    """Whether ``closure`` uses a size variable (in an attribute or a type annotation) that
+    no param of its own has as a dim of its own: one bound where the closure was made,
+    which a lifted global function would have nothing to bind with. Such a closure stays.
+    (One its params do bind is fine: the lifted function binds it from them.)"""
+    lone: set[str] = set()
+    used: set[str] = set()
+    for p in closure.params:
+        _type_size_vars(p.type_annotation, lone, used)
+    _type_size_vars(closure.ret_type, None, used)
+    seen: set[Expr] = set()
+    stack: list[Expr] = [closure.body]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        t = type(node)
+        if t is Call and type(node.op) is Op and node.attrs:
+            for value in node.attrs.values():
+                _attr_size_vars(value, used)
+        elif t is Let:
+            _type_size_vars(node.var.type_annotation, None, used)
+        elif t is Function:
+            for p in node.params:
+                _type_size_vars(p.type_annotation, None, used)
+            _type_size_vars(node.ret_type, None, used)
+        stack.extend(_children(node))
+    return not used <= lone
+
+
 def _has_closure(func: Function) -> bool:
     """Whether ``func`` contains a non-primitive function (a candidate for lifting)."""
     seen: set[Expr] = set()
@@ -327,15 +399,31 @@ def LambdaLift(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 class _Copier(ExprMutator):
-    """A copy of a function body with params replaced and every bound var fresh."""
+    """A copy of a function body with params replaced and every bound var fresh; with
+    ``sizes``, the callee's size variables replaced by the call's dims in the attrs and
+    type annotations of the copy."""
 
-    def __init__(self, subst: dict[Var, Expr]) -> None:
+    def __init__(self, subst: dict[Var, Expr], sizes: dict[str, Dim] | None = None) -> None:
         self.memo.update(subst)
+        self.sizes = sizes
 
     def _fresh(self, v: Var) -> Var:
-        new = Var(v.name_hint, v.type_annotation)
+        ann = v.type_annotation
+        if self.sizes and ann is not None:
+            ann = _substitute_type(ann, self.sizes)
+        new = Var(v.name_hint, ann)
         self.memo[v] = new
         return new
+
+    def visit_call(self, call: Call) -> Expr:
+        new = super().visit_call(call)
+        sizes = self.sizes
+        if not sizes or type(call.op) is not Op or not call.attrs:
+            return new
+        attrs = {k: _substitute_attr(v, sizes) for k, v in call.attrs.items()}
+        if all(attrs[k] is v for k, v in call.attrs.items()):
+            return new
+        return Call(new.op, new.args, attrs)
 
     def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
         var = self._fresh(let.var)  # before the value: a letrec function calls itself
@@ -343,22 +431,108 @@ class _Copier(ExprMutator):
 
     def visit_function(self, func: Function) -> Expr:
         params = [self._fresh(p) for p in func.params]
-        return Function(params, self.visit(func.body), func.ret_type, func.attrs)
+        ret = func.ret_type
+        if self.sizes and ret is not None:
+            ret = _substitute_type(ret, self.sizes)
+        return Function(params, self.visit(func.body), ret, func.attrs)
+
+
+def _substitute_attr(value: Any, sizes: dict[str, Dim]) -> Any:
+    """An attr value with size variables replaced (itself when it has none)."""
+    if isinstance(value, DimExpr):
+        return substitute(value, sizes)
+    if isinstance(value, (tuple, list)) and value:
+        new = [_substitute_attr(v, sizes) for v in value]
+        if any(n is not v for n, v in zip(new, value, strict=True)):
+            return type(value)(new)
+    return value
+
+
+def _substitute_type(ty: Type, sizes: dict[str, Dim]) -> Type:
+    """``ty`` with size variables replaced in its tensor types."""
+    if isinstance(ty, TensorType):
+        if ty.is_static:
+            return ty
+        return TensorType(tuple(substitute(d, sizes) for d in ty.shape), ty.dtype)
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(_substitute_type(f, sizes) for f in ty.fields))
+    if isinstance(ty, FuncType):
+        return FuncType(tuple(_substitute_type(a, sizes) for a in ty.arg_types),
+                        _substitute_type(ty.ret_type, sizes))
+    return ty
+
+
+def _symbolic_params(func: Function) -> bool:
+    """Whether a param type of ``func`` has a symbolic dim."""
+    stack: list = [p.type_annotation for p in func.params]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType):
+            if not t.is_static:
+                return True
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif isinstance(t, FuncType):
+            stack.extend((*t.arg_types, t.ret_type))
+    return False
+
+
+def _instantiation(callee: Function, arg_types: list[Type]) -> dict[str, Dim] | None:
+    """The callee's size variables as the call's argument types give them (each lone
+    size variable from its first dim), or None when some other dim would need the run-time
+    check the call boundary makes (a compound or repeated dim, a static param dim, that is
+    not structurally the argument's): the inlined copy would lose that check."""
+    sizes: dict[str, Dim] = {}
+    pending: list[tuple[Dim, Dim]] = []
+    stack = list(zip([p.type_annotation for p in callee.params], arg_types, strict=True))
+    while stack:
+        want, got = stack.pop()
+        if isinstance(want, TensorType) and isinstance(got, TensorType):
+            if len(want.shape) != len(got.shape):
+                return None
+            for w, g in zip(want.shape, got.shape, strict=True):
+                if type(w) is SizeVar and w.name not in sizes:
+                    sizes[w.name] = g
+                else:
+                    pending.append((w, g))
+        elif isinstance(want, TupleType) and isinstance(got, TupleType):
+            if len(want.fields) != len(got.fields):
+                return None
+            stack.extend(zip(want.fields, got.fields, strict=True))
+        elif want != got:
+            return None  # a function-typed param: only as it is
+    for w, g in pending:
+        if substitute(w, sizes) != g:
+            return None
+    return sizes
 
 
 class _Inliner(ExprMutator):
     """Replaces calls of the functions in ``bodies`` by copies of their bodies."""
 
-    def __init__(self, bodies: dict[str, Function], effects: EffectAnalysis) -> None:
+    def __init__(self, bodies: dict[str, Function], effects: EffectAnalysis,
+                 symbolic: set[str] | None = None) -> None:
         self.bodies = bodies
         self.effects = effects
         self.count = 0
+        # The Inline functions with symbolic param types (their calls carry types then)
+        # and the calls left as they are because inlining would drop a run-time check.
+        self.symbolic = symbolic or set()
+        self.kept: list[str] = []
 
     def visit_call(self, call: Call) -> Expr:
         op = call.op
         callee = self.bodies.get(op.name_hint) if type(op) is GlobalVar else None
         if callee is None or len(callee.params) != len(call.args):
             return super().visit_call(call)
+        sizes = None
+        if op.name_hint in self.symbolic:
+            arg_types = [a._checked_type for a in call.args]
+            if None not in arg_types:
+                sizes = _instantiation(callee, arg_types)
+            if sizes is None:
+                self.kept.append(op.name_hint)
+                return super().visit_call(call)
         self.count += 1
         subst: dict[Var, Expr] = {}
         lets: list[tuple[Var, Expr]] = []
@@ -371,7 +545,7 @@ class _Inliner(ExprMutator):
                 subst[p] = fresh
             else:
                 subst[p] = new_arg
-        body = _Copier(subst).visit(callee.body)
+        body = _Copier(subst, sizes).visit(callee.body)
         for var, value in reversed(lets):
             body = Let(var, value, body)
         return body
@@ -448,14 +622,22 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
             "not inlining recursive functions marked Inline=1 (left as calls): "
             + ", ".join("@" + n for n in recursive)
         )
+    # An Inline function with symbolic param types is instantiated at each call from the
+    # argument types: the module is typed for those (only then).
+    symbolic = {n for n in inline if _symbolic_params(mod[n])}
+    if symbolic:
+        mod = infer_type(mod)
     effects = effects_of(mod)
     bodies: dict[str, Function] = {}  # the Inline functions, their own calls inlined
     new_funcs: dict[str, Function] = {}
     changed = False
+    kept: list[str] = []
     with gc_paused():
         for name in order:  # callees first: their bodies are final when copied
             func = mod[name]
-            body = _Inliner(bodies, effects).visit(func.body)
+            inliner = _Inliner(bodies, effects, symbolic)
+            body = inliner.visit(func.body)
+            kept += inliner.kept
             if body is not func.body:
                 func = Function(func.params, body, func.ret_type, func.attrs)
                 changed = True
@@ -466,11 +648,19 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
                 new_funcs[name] = bodies[name]
                 continue
             if not _attr(func, "Primitive"):
-                body = _Inliner(bodies, effects).visit(func.body)
+                inliner = _Inliner(bodies, effects, symbolic)
+                body = inliner.visit(func.body)
+                kept += inliner.kept
                 if body is not func.body:
                     func = Function(func.params, body, func.ret_type, func.attrs)
                     changed = True
             new_funcs[name] = func
+    if kept:
+        ctx.diag.warning(
+            "not inlining calls whose arguments do not instantiate the symbolic param types "
+            "structurally (the call checks them at run time; left as calls): "
+            + ", ".join(sorted({"@" + n for n in kept}))
+        )
     # Remove the inlined functions nothing refers to any more: keep what the
     # other functions reach.
     candidates = {n for n in bodies if n != "main"}

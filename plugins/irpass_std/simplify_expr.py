@@ -27,7 +27,8 @@ replaces, so a rewrite never changes a shape or a dtype):
 * a reshape-like op of a constant becomes the constant with the new shape (a
   view of the same data: ``expand_dims`` of a weight vector, as ONNX importers
   emit for ``Unsqueeze``, is a constant the rules below and FoldScaleAxis see);
-* ``cast`` to the dtype ``x`` already has becomes ``x``;
+* ``cast`` to the dtype ``x`` already has becomes ``x``, and ``broadcast_to`` the
+  shape ``x`` already has becomes ``x``;
 * ``concatenate`` of a one-tensor tuple becomes that tensor;
 * two consecutive affine ops with constants (``add``, ``subtract`` of a
   constant, ``multiply``, ``nn.bias_add``; TVM's ``SimplifyConsecutiveAdd``
@@ -553,7 +554,7 @@ def _affine_chain(s: _Simplifier, call: Call) -> Expr | None:
 def _channel_vector(c: np.ndarray, rank: int, axis: int, extent: int) -> np.ndarray | None:
     """``c`` as the ``(extent,)`` vector a bias_add along ``axis`` adds, if it varies along
     ``axis`` only (broadcast against a rank-``rank`` tensor), else None."""
-    if c.ndim > rank:
+    if c.ndim > rank or type(extent) is not int:  # a symbolic extent: no vector of it
         return None
     padded = (1,) * (rank - c.ndim) + c.shape
     if any(d != 1 for j, d in enumerate(padded) if j != axis):
@@ -578,7 +579,7 @@ def _reshape_like(s: _Simplifier, call: Call) -> Expr | None:
     ty = s.type_of(call)
     if s.type_of(x) == ty:
         return x
-    if type(x) is Constant and isinstance(ty, TensorType):
+    if type(x) is Constant and isinstance(ty, TensorType) and ty.is_static:
         # the same elements under another shape: a view of the constant, no copy
         return s.constant(x.data.reshape(ty.shape))
     if type(x) is Call and type(x.op) is Op and x.op.name in _RESHAPE_LIKE:
@@ -636,6 +637,13 @@ def _cast(s: _Simplifier, call: Call) -> Expr | None:
     return x if s.type_of(x) == s.type_of(call) else None
 
 
+def _broadcast_to(s: _Simplifier, call: Call) -> Expr | None:
+    # to the shape x already has (``broadcast_to(x, shape=[n, 4])`` of an ``(n, 4)``
+    # tensor: symbolic dims compare structurally): nothing to broadcast
+    x = call.args[0]
+    return x if s.type_of(x) == s.type_of(call) else None
+
+
 def _concatenate(s: _Simplifier, call: Call) -> Expr | None:
     data = call.args[0]
     if type(data) is Tuple:
@@ -683,6 +691,7 @@ _RULES: dict[str, Rule] = {
     "transpose": _transpose,
     "layout_transform": _layout_transform,
     "cast": _cast,
+    "broadcast_to": _broadcast_to,
     "concatenate": _concatenate,
     **{name: _reshape_like for name in _RESHAPE_LIKE},
 }

@@ -137,8 +137,9 @@ class _InferenceSimplifier(ExprMutator):
         dty = call.args[0].checked_type
         assert isinstance(dty, TensorType)
         axis = attrs["axis"] % dty.ndim
-        # (C, 1, ..., 1): broadcasts against data along `axis` (leading dims need no 1s).
-        vshape = (dty.shape[axis],) + (1,) * (dty.ndim - 1 - axis)
+        # (C, 1, ..., 1): broadcasts against data along `axis` (leading dims need no 1s);
+        # C as -1: the statistics' own length, also when data's channel dim is symbolic.
+        vshape = (-1,) + (1,) * (dty.ndim - 1 - axis)
         needed = [mean, var]
         needed += [gamma] if attrs["scale"] else []
         needed += [beta] if attrs["center"] else []

@@ -65,6 +65,10 @@ Rules, by node kind:
   which is the type of the ``If``.
 * ``Function``: ``FuncType(param types, body type)``; a ``ret_type``
   annotation must equal the body type, a missing one is filled in with it.
+  With symbolic dims, an annotation whose dims differ from the body's only
+  where neither is provably different (``(n, c)`` for a body of ``(n, 3)``,
+  after a pass refined a type a relation had assumed equal) stands, and is
+  the function's return type.
 * ``GlobalVar``: the type of the module's function of that name. Functions
   are inferred on demand in dependency order; a function that is called while
   it is being inferred (recursion, direct or mutual) must carry a ``ret_type``
@@ -826,6 +830,11 @@ class _Inferrer:
     def function_type(self, func: Function) -> Type:
         body = self.types[func.body]
         if func.ret_type is not None and func.ret_type != body:
+            if _may_agree(func.ret_type, body):
+                # Symbolic dims that only the run time can compare (a pass refined
+                # ``(n, c)`` into ``(n, 3)`` where a relation assumed ``c == 3``): the
+                # annotation stands, as a call's param type does.
+                return FuncType(tuple(self.var_types[p] for p in func.params), func.ret_type)
             self.fail(
                 func,
                 f"{self.label(func)} is annotated to return {func.ret_type} but its body has "
@@ -910,6 +919,29 @@ def _match_type(
         elif w != g:
             return ""
     return None
+
+
+def _may_agree(want: Type, got: Type) -> bool:
+    """Whether two types with symbolic dims are alike but for dims that are not provably
+    different (equal types are not asked; static-only ones must be equal)."""
+    if not (_symbolic(want) or _symbolic(got)):
+        return False
+    stack = [(want, got)]
+    while stack:
+        w, g = stack.pop()
+        if isinstance(w, TensorType) and isinstance(g, TensorType):
+            if w.dtype != g.dtype or len(w.shape) != len(g.shape):
+                return False
+            for wd, gd in zip(w.shape, g.shape, strict=True):
+                if wd != gd and (type(wd) is type(gd) is int or prove_ne(wd, gd)):
+                    return False
+        elif isinstance(w, TupleType) and isinstance(g, TupleType):
+            if len(w.fields) != len(g.fields):
+                return False
+            stack.extend(zip(w.fields, g.fields, strict=True))
+        elif w != g:
+            return False
+    return True
 
 
 def _substitute_type(ty: Type, bindings: dict[str, Dim]) -> Type:
