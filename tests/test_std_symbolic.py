@@ -10,7 +10,6 @@ import pytest
 from irpass import transform as T
 from irpass.ir import Call, Constant, Let, Op, post_order_visit
 from irpass.ir.dims import SizeVar
-from irpass.ir.op import list_ops
 from irpass.transform import PassContext
 from irpass_std.simplify_inference import DECOMPOSE_LAYER_NORM
 
@@ -75,8 +74,6 @@ def assert_same_results(before, after, sizes_list, rtol=1e-5):
 
 SIZES_N = [{"n": 1}, {"n": 3}, {"n": 6}]
 N = SizeVar("n")
-# FoldConstant writes a symbolic shape value as one dims_tensor call where the core has it
-HAS_DIMS_TENSOR = "dims_tensor" in list_ops()
 
 
 # -- FoldConstant ------------------------------------------------------------------------
@@ -110,13 +107,10 @@ def test_fold_constant_computes_shape_values_of_symbolic_tensors():
     # n + 1, the concatenation holding it and n == 1 depend on n: kept as calls
     for i in (2, 4):
         assert type(fields[i]) is Call
-    if HAS_DIMS_TENSOR:
-        # the symbolic values are one dims_tensor call each: shape_of is left unused
-        assert fields[2].op.name == "dims_tensor"
-        assert list(fields[2].attrs["dims"]) == [128, N + 1, 0]
-        assert ops(out)["shape_of"] == 0
-    else:
-        assert ops(out)["shape_of"] == 1
+    # the symbolic values are one dims_tensor call each: shape_of is left unused
+    assert fields[2].op.name == "dims_tensor"
+    assert list(fields[2].attrs["dims"]) == [128, N + 1, 0]
+    assert ops(out)["shape_of"] == 0
     assert_same_results(mod, out, SIZES_N)  # n = 1 makes n == 1 true
 
 
@@ -135,10 +129,7 @@ def @main(%x: Tensor[(n, 4, 6), float32]) {
     assert not ctx.diag.warnings
     text = out.astext()
     assert "prod(" not in text and "strided_slice(" not in text
-    if HAS_DIMS_TENSOR:
-        assert 'dims_tensor(dims=[n, 24], dtype="int32")' in text
-    else:
-        assert "const(int32, (1,), [24])" in text
+    assert 'dims_tensor(dims=[n, 24], dtype="int32")' in text
     assert_same_results(mod, out, SIZES_N)
 
 

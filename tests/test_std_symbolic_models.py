@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from irpass import transform as T
 from irpass.ir import Call, Op, post_order_visit
-from irpass.ir.op import list_ops
 from irpass.transform import PassContext, default_pipeline
 from irpass_onnx import load_onnx
 
@@ -132,9 +131,6 @@ def test_o3_runs_on_every_dynamic_model_without_warnings(file):
     # the signature stays symbolic: the same size variables as the import
     assert [p.type_annotation for p in out["main"].params] == \
         [p.type_annotation for p in mod["main"].params]
-    # shape scaffolding: none left where the core writes a symbolic value as one
-    # dims_tensor call; else at most the one shape_of whose value (a sequence length read
-    # off the mask) a run-time tensor computation consumes
-    before, after = op_counts(mod), op_counts(out)
-    assert after["shape_of"] <= (0 if "dims_tensor" in list_ops() else min(before["shape_of"], 1))
+    # shape scaffolding: none left (a symbolic value is one dims_tensor call)
+    assert op_counts(out)["shape_of"] == 0
 

@@ -102,15 +102,11 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.ir.types import NUMPY_DTYPES
-from irpass.op import shape_values as _shape_values
 from irpass.op.create import shape_value
-from irpass.op.shape_values import eval_shape_call
+from irpass.op.shape_values import as_call, eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
-
-# A symbolic shape value as one call computing it (``dims_tensor``), where the core has it.
-_AS_CALL = getattr(_shape_values, "as_call", None)
 
 #: The config key bounding the number of elements of a folded constant.
 MAX_ELEMENTS = "std.FoldConstant.max_elements"
@@ -637,11 +633,8 @@ class _Folder:
             if self.max_elements is not None and out.size > self.max_elements:
                 return None
             return Constant(out)
-        if _AS_CALL is not None and op.name != "dims_tensor":
-            # the scaffolding that computed the value becomes one call holding it
-            kept = _AS_CALL(out, ty.dtype)
-        else:
-            kept = call if args == call.args else _unchecked_call(op, args, call.attrs)
+        # the scaffolding that computed the value becomes one call holding it
+        kept = as_call(out, ty.dtype)
         shape_values[kept] = (out, ty)
         return kept
 
