@@ -188,6 +188,39 @@ def test_softmax_over_a_wide_flattened_tail(opset: int) -> None:
     assert len(model.graph.node) == (1 if opset < 13 else 3)
 
 
+def _hard_activations(alpha: float = 0.2) -> onnx.ModelProto:
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("HardSigmoid", ["x"], ["s"], alpha=alpha, beta=0.4),
+             helper.make_node("HardSwish", ["s"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 9])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
+@pytest.mark.parametrize("opset", [13, 14])
+def test_hard_sigmoid_and_hard_swish_are_written_back_as_one_node_each(opset: int) -> None:
+    # the importer decomposes them into multiply/add/clip (and a multiply)
+    model = _hard_activations()
+    mod = optimize_o3(from_onnx(model))
+    out = to_onnx(mod, opset=opset)
+    onnx.checker.check_model(out, full_check=True)
+    want = ["HardSigmoid", "HardSwish"] if opset >= 14 else ["HardSigmoid", "HardSigmoid",
+                                                              "Mul"]
+    assert op_types(out) == want
+    x = {"x": (rng.standard_normal((2, 9)) * 4).astype(np.float32)}
+    assert_outputs_close(run_ort(out, x), run_ort(model, x), rtol=1e-6)
+
+
+def test_a_clip_that_is_not_a_hard_sigmoid_stays_a_clip() -> None:
+    x = var("x", shape=(2, 3))
+    scaled = op.add(op.multiply(x, irpass.const(np.float32(0.2))), irpass.const(np.float32(0.5)))
+    for y in (op.clip(scaled, 0.0, 2.0),  # not [0, 1]
+              op.add(op.clip(scaled, 0.0, 1.0), scaled)):  # the affine part used twice
+        assert "HardSigmoid" not in op_types(check_export(IRModule.from_expr(Function([x], y))))
+
+
 def test_reshape_chain_is_one_reshape() -> None:
     x = var("x", shape=(2, 3, 4))
     y = op.expand_dims(op.reshape(op.squeeze(op.reshape(x, (2, 1, 12)), axis=[1]), (6, 4)), 0)

@@ -162,6 +162,8 @@ def _shift(ctx: EmitContext) -> str:
 
 @emitter(*_BINARY)
 def _binary(ctx: EmitContext) -> str:
+    if ctx.node.extra.get("hard_swish"):  # see fusion.py
+        return ctx.emit("HardSwish", [ctx.input(0)])
     a, b = ctx.input(0), ctx.input(1)
     if ctx.node.op in ("add", "subtract", "multiply"):
         return sink_transpose(ctx, _BINARY[ctx.node.op], [a, b])
@@ -226,6 +228,10 @@ def _int_bounds(lo: float, hi: float, dtype: str) -> tuple[int, int]:
 
 @emitter("clip")
 def _clip(ctx: EmitContext) -> str:
+    hard_sigmoid = ctx.node.extra.get("hard_sigmoid")  # see fusion.py
+    if hard_sigmoid is not None:
+        alpha, beta = hard_sigmoid
+        return ctx.emit("HardSigmoid", [ctx.input(0)], alpha=alpha, beta=beta)
     x, dtype = ctx.input(0), ctx.type_of(0).dtype
     lo, hi = ctx.attrs["a_min"], ctx.attrs["a_max"]
     if dtype in _FLOATS:

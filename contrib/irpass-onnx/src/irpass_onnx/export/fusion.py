@@ -13,7 +13,10 @@
   is written back as one Softmax (before opset 13 at that axis; from 13 on when the flattened
   tail has one axis that is not 1).
 - A reshape-like op (``reshape``, ``reverse_reshape``, ``squeeze``, ``expand_dims``) of another
-  one reads that one's input: shapes are static, so the chain is one ``Reshape``.
+  one reads that one's input: the chain is one ``Reshape``.
+- ``clip(x * alpha + beta, 0, 1)`` (single-use steps, scalar constants) is ONNX's
+  ``HardSigmoid(x, alpha, beta)``, and ``x * HardSigmoid(x, 1/6, 1/2)`` its ``HardSwish(x)``
+  (opset 14): what the importer decomposes those into is written back as one node each.
 
 A folded op is not removed; it becomes an alias of the node it was folded into, and the
 emission (which walks from the outputs) never reaches what nothing uses any more.
@@ -46,6 +49,11 @@ def fuse(lowered: Lowered, opset: int) -> None:
             _fuse_dense(node, uses, consumers)
         elif node.op in ("nn.softmax", "nn.log_softmax"):
             _fuse_coerced_softmax(node, uses, consumers, opset)
+        elif node.op == "clip":
+            _fuse_hard_sigmoid(node, uses, consumers)
+    for node in lowered.nodes:
+        if node.op == "multiply" and node.alias is None and opset >= 14:
+            _fuse_hard_swish(node, uses, consumers)
     for node in lowered.nodes:
         if node.op in RESHAPES:
             src = node.inputs[0]
@@ -203,6 +211,55 @@ def _fuse_dense(dense: Node, uses: dict, consumers: dict) -> None:
     else:
         dense.inputs = [*dense.inputs, c]
     node.alias = dense
+
+
+_FLOATS = ("float16", "float32", "float64")
+
+
+def _scalar_operand(node: Node) -> tuple[Any, float] | None:
+    """``(other input, value)`` when one input of the binary ``node`` is a one-element
+    constant of its dtype."""
+    for k in (1, 0):
+        c = node.inputs[k]
+        if type(c) is Const and c.data.size == 1 and c.type.dtype == node.type.dtype:
+            return node.inputs[1 - k], float(c.data.reshape(-1)[0])
+    return None
+
+
+def _fuse_hard_sigmoid(clip: Node, uses: dict, consumers: dict) -> None:
+    """``clip(x * alpha + beta, 0, 1)`` -> ``HardSigmoid(x, alpha, beta)``."""
+    if clip.attrs["a_min"] != 0 or clip.attrs["a_max"] != 1 or clip.type.dtype not in _FLOATS:
+        return
+    add = clip.inputs[0]
+    if type(add) is not Node or add.op != "add" or add.type != clip.type or _next(
+            add, uses, consumers) is None:
+        return
+    found = _scalar_operand(add)
+    if found is None:
+        return
+    mul, beta = found
+    if type(mul) is not Node or mul.op != "multiply" or mul.type != clip.type or _next(
+            mul, uses, consumers) is None:
+        return
+    found = _scalar_operand(mul)
+    if found is None or found[0].type != clip.type:
+        return
+    clip.inputs = [found[0]]
+    clip.extra["hard_sigmoid"] = (found[1], beta)
+
+
+def _fuse_hard_swish(mul: Node, uses: dict, consumers: dict) -> None:
+    """``x * HardSigmoid(x, 1/6, 1/2)`` -> ``HardSwish(x)``."""
+    a, b = mul.inputs
+    for x, hs in ((a, b), (b, a)):
+        if (type(hs) is Node and hs.op == "clip" and hs.inputs[0] is x
+                and _next(hs, uses, consumers) is not None):
+            params = hs.extra.get("hard_sigmoid")
+            dtype = np.dtype(mul.type.dtype)
+            if params == (float(dtype.type(1 / 6)), 0.5):
+                mul.inputs = [x]
+                mul.extra["hard_swish"] = True
+                return
 
 
 def _fuse_coerced_softmax(node: Node, uses: dict, consumers: dict, opset: int) -> None:
