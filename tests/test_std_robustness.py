@@ -75,6 +75,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "BackwardFoldScaleAxis": ("BackwardFoldScaleAxis", {}),
     "ForwardFoldScaleAxis": ("ForwardFoldScaleAxis", {}),
     "FoldScaleAxis": ("FoldScaleAxis", {}),
+    "CombineParallelDense": ("CombineParallelDense", {}),
+    "CombineParallelDense_min_2": ("CombineParallelDense", {"min_num_branches": 2}),
     "AlterOpLayout": ("AlterOpLayout", {}),
     "ConvertLayout": ("ConvertLayout", {"desired_layouts": NHWC}),
     "FuseOps": ("FuseOps", {}),

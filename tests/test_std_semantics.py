@@ -46,6 +46,7 @@ PASSES: dict[str, dict[str, Any]] = {
     "BackwardFoldScaleAxis": {},
     "ForwardFoldScaleAxis": {},
     "FoldScaleAxis": {},
+    "CombineParallelDense": {},
     "AlterOpLayout": {},
     "ConvertLayout": {"desired_layouts": NHWC},
     "FuseOps": {},
@@ -61,6 +62,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     **{name: (name, kwargs) for name, kwargs in PASSES.items()},
     "FuseOps_fuse_opt_level_0": ("FuseOps", {"fuse_opt_level": 0}),
     "ConvertLayout_NCHW": ("ConvertLayout", {"desired_layouts": NCHW}),
+    "CombineParallelDense_min_2": ("CombineParallelDense", {"min_num_branches": 2}),
 }
 
 

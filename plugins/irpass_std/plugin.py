@@ -10,6 +10,7 @@ from irpass.plugins import hookimpl
 from irpass.transform import ConfigOption, PipelineInsertion
 
 from . import (
+    combine_parallel,
     cse,
     dead_code,
     fold_constant,
@@ -21,6 +22,7 @@ from . import (
     simplify_expr,
     simplify_inference,
 )
+from .combine_parallel import CombineParallelDense
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
 from .fold_constant import FoldConstant
@@ -34,6 +36,7 @@ from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 
 _MODULES = (
+    combine_parallel,
     cse,
     dead_code,
     fold_constant,
@@ -60,6 +63,7 @@ def irpass_register_passes() -> Sequence[Any]:
         BackwardFoldScaleAxis,
         ForwardFoldScaleAxis,
         FoldScaleAxis,
+        CombineParallelDense,
         AlterOpLayout,
         ConvertLayout,
         FuseOps,
@@ -84,7 +88,10 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
     Within a phase a higher priority runs first. The order follows TVM's
     build pipeline: inference simplification before algebra, scale folding
     before constant folding (it leaves ``weight * scale`` for FoldConstant),
-    CSE and DCE after folding, layouts, then fusion last.
+    CombineParallelDense between the two (the scales are in the constant
+    weights by then, so it combines what a per-branch scale would have
+    kept apart, and FoldConstant then concatenates the weights), CSE and DCE
+    after folding, layouts, then fusion last.
     """
     return [
         PipelineInsertion("InferType", phase="start", priority=100),
@@ -93,6 +100,7 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
         PipelineInsertion("SimplifyInference", phase="simplify", priority=20),
         PipelineInsertion("SimplifyExpr", phase="simplify", priority=10),
         PipelineInsertion("FoldScaleAxis", phase="optimize", priority=30),
+        PipelineInsertion("CombineParallelDense", phase="optimize", priority=25),
         PipelineInsertion("FoldConstant", phase="optimize", priority=20),
         PipelineInsertion("EliminateCommonSubexpr", phase="optimize", priority=10),
         PipelineInsertion("DeadCodeElimination", phase="optimize", priority=0),
