@@ -22,7 +22,8 @@ reductions (``axis``, ``keepdims``, ``exclude``),
 ``reshape`` with Relay's special values, ``reverse_reshape``, ``transpose``,
 ``expand_dims``, ``squeeze``, ``broadcast_to``, ``tile``, ``strided_slice`` (negative
 strides, ``axes``), ``take`` (every ``mode``), ``concatenate``, ``split``,
-``layout_transform``, ``nn.pad`` (every mode), the creation ops and ``shape_of``;
+``layout_transform``, ``nn.pad`` (every mode), the creation ops, ``shape_of`` and
+``dims_tensor``;
 ``nn.conv2d`` and ``nn.conv2d_transpose`` (NCHW and NHWC data, any kernel layout,
 groups and depthwise, strides, asymmetric padding, dilation, ``out_layout``), pooling
 (ceil mode, ``count_include_pad``), ``nn.batch_norm``, ``nn.layer_norm``, ``nn.lrn``,
@@ -1069,7 +1070,7 @@ class _Generator:
     def _create(self, scope: _Scope) -> _Value | None:
         a = self.pick(scope)
         name = self.c.choice(["zeros", "ones", "full", "zeros_like", "ones_like", "shape_of",
-                              "arange", "one_hot"])
+                              "dims_tensor", "arange", "one_hot"])
         if name in ("zeros_like", "ones_like", "shape_of") and a is None:
             return None
         if name == "arange":
@@ -1093,6 +1094,14 @@ class _Generator:
                 attrs["dtype"] = "float64"
             call, ty = _call("full", [fill], attrs)
             return _Value(call, ty, fill.lo, fill.hi, fill.exact)
+        if name == "dims_tensor":  # static dims here: the programs have static shapes
+            if not self.on("dtypes"):
+                return None
+            dims = a.shape if a is not None and self.c.chance(0.6) else self.c.choice(SHAPES)
+            call, ty = _call("dims_tensor", [], {"dims": dims,
+                                                 "dtype": self.c.choice(["int32", "int64"])})
+            return _Value(call, ty, float(min(dims, default=0)), float(max(dims, default=0)),
+                          True)
         assert a is not None
         if name == "shape_of":
             if not self.on("dtypes"):
