@@ -141,33 +141,12 @@ RUNNERS: dict[str, Callable[[str, str], dict[str, float]]] = {
 
 def _node_counts(path: str) -> tuple[int, int]:
     """The nodes of the main graph of the model in ``path``, and how many of them only
-    compute shapes (see :func:`shape_nodes`)."""
+    compute shapes (``irpass_onnx.testing.shape_computing_nodes``)."""
     import onnx
+    from irpass_onnx.testing import shape_computing_nodes
 
     graph = onnx.load(path, load_external_data=False).graph
-    return len(graph.node), shape_nodes(graph)
-
-
-def shape_nodes(graph: Any) -> int:
-    """The nodes of ``graph`` that only compute shapes: ``Shape`` and ``Size``, and every
-    node that reads at least one value computed so and otherwise only constants (the
-    ``Gather``/``Slice``/``Concat``/``Unsqueeze``/``Cast``/``Range``/arithmetic scaffolding of
-    dynamic exports, up to the ``Reshape``/``Expand``/... that consumes it, which computes)."""
-    constants = {t.name for t in graph.initializer}
-    derived: set[str] = set()
-    count = 0
-    for node in graph.node:
-        inputs = [i for i in node.input if i]
-        if node.op_type == "Constant" or (node.op_type == "ConstantOfShape" and not (
-                set(inputs) & derived)):
-            constants.update(node.output)
-            continue
-        if node.op_type in ("Shape", "Size") or (
-                any(i in derived for i in inputs)
-                and all(i in derived or i in constants for i in inputs)):
-            derived.update(node.output)
-            count += 1
-    return count
+    return len(graph.node), len(shape_computing_nodes(graph))
 
 
 def _one_line(text: str, limit: int = 200) -> str:

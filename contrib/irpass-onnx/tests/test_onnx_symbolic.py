@@ -31,6 +31,7 @@ from irpass_onnx.testing import (
     evaluate_irpass,
     optimize_o3,
     run_onnxruntime,
+    shape_computing_nodes,
 )
 from onnx import TensorProto, helper
 
@@ -133,23 +134,9 @@ def test_the_export_runs_in_onnxruntime_at_every_size(entry: dict[str, Any]) -> 
 
 
 def _shape_nodes(graph: onnx.GraphProto) -> tuple[int, int]:
-    """``(Shape nodes, nodes computing only shapes)``: Shape/Size and whatever reads only
-    their results and constants (the scaffolding dynamic exports build reshape targets with)."""
-    constants = {t.name for t in graph.initializer}
-    derived: set[str] = set()
-    shapes = count = 0
-    for node in graph.node:
-        inputs = [i for i in node.input if i]
-        if node.op_type == "Constant":
-            constants.update(node.output)
-            continue
-        if node.op_type in ("Shape", "Size") or (
-                any(i in derived for i in inputs)
-                and all(i in derived or i in constants for i in inputs)):
-            derived.update(node.output)
-            count += 1
-            shapes += node.op_type == "Shape"
-    return shapes, count
+    """``(Shape nodes, nodes computing only shapes)``."""
+    nodes = shape_computing_nodes(graph)
+    return sum(n.op_type == "Shape" for n in nodes), len(nodes)
 
 
 def test_the_export_reads_each_size_once_and_computes_less_than_the_original(

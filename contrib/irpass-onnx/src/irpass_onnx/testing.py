@@ -48,6 +48,7 @@ import onnx
 from onnx import ModelProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 __all__ = [
+    "shape_computing_nodes",
     "LIGHT_MODEL_NAMES",
     "ONNXSIM_NODE_COUNTS",
     "DEFAULT_RTOL",
@@ -621,6 +622,29 @@ def perturb_weight(mod: Any, op_name: str, arg: int = 1, index: int = 0,
 
 
 # -- running and comparing ------------------------------------------------------------------
+
+def shape_computing_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes of ``graph`` that only compute shapes: ``Shape`` and ``Size``, and every
+    node that reads at least one value computed so and otherwise only constants (the
+    ``Gather``/``Slice``/``Concat``/``Unsqueeze``/``Cast``/``Range``/arithmetic scaffolding of
+    dynamic exports, up to the ``Reshape``/``Expand``/... that consumes it, which computes).
+    A ``ConstantOfShape`` of a constant shape counts as a constant."""
+    constants = {t.name for t in graph.initializer}
+    derived: set[str] = set()
+    found: list[onnx.NodeProto] = []
+    for node in graph.node:
+        inputs = [i for i in node.input if i]
+        if node.op_type == "Constant" or (node.op_type == "ConstantOfShape" and not (
+                set(inputs) & derived)):
+            constants.update(node.output)
+            continue
+        if node.op_type in ("Shape", "Size") or (
+                any(i in derived for i in inputs)
+                and all(i in derived or i in constants for i in inputs)):
+            derived.update(node.output)
+            found.append(node)
+    return found
+
 
 def run_onnxruntime(
     model: ModelProto, inputs: Mapping[str, np.ndarray], optimized: bool = False

@@ -523,57 +523,40 @@ class GraphImporter:
     def _shape_value(self, expr: Expr, ty: TensorType) -> Expr:
         """``expr`` (an integer result) computed on known dims when it is made of ``shape_of``
         calls, constants, shape values and the ops of ``irpass.op.shape_values``: a Constant
-        if every element came out static, else ``expr`` with its value recorded in
+        if every element came out static, else one ``dims_tensor`` with its value recorded in
         :attr:`shape_values`; ``expr`` as it is when its value is not known."""
-        known = self.shape_values
-        values: dict[Expr, np.ndarray] = {}
-        stack: list[tuple[Expr, bool]] = [(expr, False)]
-        while stack:
-            e, ready = stack.pop()
-            if e in values:
-                continue
-            t = type(e)
-            if t is Constant:
-                values[e] = e.data
-                continue
+        known, types = self.shape_values, self.types
+
+        def leaf(e: Expr) -> Any:
+            if type(e) is Constant:
+                return e.data
             value = known.get(e)
             if value is not None:
-                values[e] = value
-                continue
-            if t is Tuple:  # the operand of concatenate
-                if not ready:
-                    stack.append((e, True))
-                    stack.extend((f, False) for f in e.fields if f not in values)
-                else:
-                    values[e] = tuple([values[f] for f in e.fields])
-                continue
-            if t is not Call or type(e.op) is not Op:
-                return expr
-            if e.op.name == "shape_of":
-                arg_ty = self.types.get(e.args[0])
+                return value
+            if type(e) is Call and type(e.op) is Op and e.op.name == "shape_of":
+                arg_ty = types.get(e.args[0])
                 if type(arg_ty) is not TensorType:
-                    return expr
-                values[e] = np.array(arg_ty.shape + (0,), dtype=object)[:-1]  # 1-D, objects
-                continue
-            if not ready:
-                stack.append((e, True))
-                stack.extend((a, False) for a in e.args if a not in values)
-                continue
-            e_ty = self.types.get(e) if e is not expr else ty
-            if type(e_ty) is not TensorType:
-                return expr
-            value = eval_shape_call(e.op, [values[a] for a in e.args], e.attrs, e_ty.dtype)
-            if value is None or value.shape != e_ty.shape:
-                return expr
-            values[e] = value
-        value = values[expr]
+                    return _UNKNOWN
+                return np.array(arg_ty.shape + (0,), dtype=object)[:-1]  # 1-D, objects
+            return None
+
+        def apply(call: Call, args: list[Any]) -> np.ndarray | None:
+            call_ty = ty if call is expr else types.get(call)
+            if type(call_ty) is not TensorType:
+                return None
+            value = eval_shape_call(call.op, args, call.attrs, call_ty.dtype)
+            return value if value is not None and value.shape == call_ty.shape else None
+
+        value = _compute(expr, leaf, apply)
+        if value is None:
+            return expr
         if value.dtype != object:
             const = Constant(value.astype(numpy_dtype(ty.dtype), copy=False))
-            self.types[const] = ty
+            types[const] = ty
             return const
         # the scaffolding that computed it is dropped: one dims_tensor holds the value
         made = as_call(value, ty.dtype)
-        self.types[made] = ty
+        types[made] = ty
         known[made] = value
         return made
 
@@ -586,46 +569,24 @@ class GraphImporter:
         (about 250 us a fold on the zoo, where a shape computation is one or two calls);
         every node here is typed already (``types``)."""
         types = self.types
-        values: dict[Expr, Any] = {}
-        stack: list[tuple[Expr, bool]] = [(expr, False)]
-        while stack:
-            e, ready = stack.pop()
-            if e in values:
-                continue
-            t = type(e)
-            if t is Constant:
-                values[e] = e.data
-                continue
-            if t is Call:
-                op = e.op
-                if type(op) is not Op or op.kernel is None:
-                    return None
-                children: Sequence[Expr] = e.args
-            elif t is Tuple:
-                children = e.fields
-            elif t is TupleGetItem:
-                children = (e.tuple_value,)
-            else:
+
+        def leaf(e: Expr) -> Any:
+            if type(e) is Constant:
+                return e.data
+            if type(e) is Call and (type(e.op) is not Op or e.op.kernel is None):
+                return _UNKNOWN
+            return None
+
+        def apply(call: Call, args: list[Any]) -> Any:
+            try:
+                out = call.op.kernel(tuple(args), call.attrs)
+            except Exception:  # noqa: BLE001 - the evaluator reports it, naming the op
                 return None
-            if not ready:
-                stack.append((e, True))
-                stack.extend((c, False) for c in children if c not in values)
-                continue
-            if t is Call:
-                try:
-                    out = op.kernel(tuple([values[a] for a in e.args]), e.attrs)
-                except Exception:  # noqa: BLE001 - the evaluator reports it, naming the op
-                    return None
-                if isinstance(out, np.generic):
-                    out = np.asarray(out)
-                if not _matches(out, types.get(e)):
-                    return None
-            elif t is Tuple:
-                out = tuple([values[f] for f in e.fields])
-            else:
-                out = values[e.tuple_value][e.index]
-            values[e] = out
-        return values[expr]
+            if isinstance(out, np.generic):
+                out = np.asarray(out)
+            return out if _matches(out, types.get(call)) else None
+
+        return _compute(expr, leaf, apply)
 
     def _outputs(self, declared: dict[str, TensorType]) -> Expr:
         """The body of ``@main``: the graph outputs, each checked against its declared type."""
@@ -999,6 +960,53 @@ def _plain_type(tp: TypeProto) -> TensorType | None:
     if dims and min(dims) <= 0:
         return None
     return TensorType(dims, dtype)
+
+
+#: What a ``leaf`` of :func:`_compute` returns for a node whose value cannot be known.
+_UNKNOWN = object()
+
+
+def _compute(expr: Expr, leaf: Any, apply: Any) -> Any:
+    """The value of ``expr`` computed bottom-up over its op calls, tuples and projections,
+    with an explicit stack: ``leaf(e)`` is the value of a node known as it is (``None`` to
+    compute it from its children, :data:`_UNKNOWN` to give up), ``apply(call, args)`` a call's
+    value from its arguments' (``None``: unknown). ``None`` when any part is unknown."""
+    values: dict[Expr, Any] = {}
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        e, ready = stack.pop()
+        if e in values:
+            continue
+        if not ready:
+            known = leaf(e)
+            if known is _UNKNOWN:
+                return None
+            if known is not None:
+                values[e] = known
+                continue
+        t = type(e)
+        if t is Call and type(e.op) is Op:
+            children: Sequence[Expr] = e.args
+        elif t is Tuple:
+            children = e.fields
+        elif t is TupleGetItem:
+            children = (e.tuple_value,)
+        else:
+            return None
+        if not ready:
+            stack.append((e, True))
+            stack.extend((c, False) for c in children if c not in values)
+            continue
+        if t is Call:
+            out = apply(e, [values[a] for a in e.args])
+            if out is None:
+                return None
+        elif t is Tuple:
+            out = tuple([values[f] for f in e.fields])
+        else:
+            out = values[e.tuple_value][e.index]
+        values[e] = out
+    return values[expr]
 
 
 def _agrees(declared: TensorType, ty: Type) -> bool:
