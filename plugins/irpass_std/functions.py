@@ -70,6 +70,7 @@ from irpass.ir import (
 )
 from irpass.ir.dims import Dim, DimExpr, SizeVar, free_vars, substitute
 from irpass.ir.gcpause import gc_paused
+from irpass.ir.types import substitute_sizes
 from irpass.transform import ConfigOption, module_pass
 
 from .effects import EffectAnalysis
@@ -410,7 +411,7 @@ class _Copier(ExprMutator):
     def _fresh(self, v: Var) -> Var:
         ann = v.type_annotation
         if self.sizes and ann is not None:
-            ann = _substitute_type(ann, self.sizes)
+            ann = substitute_sizes(ann, self.sizes)
         new = Var(v.name_hint, ann)
         self.memo[v] = new
         return new
@@ -433,7 +434,7 @@ class _Copier(ExprMutator):
         params = [self._fresh(p) for p in func.params]
         ret = func.ret_type
         if self.sizes and ret is not None:
-            ret = _substitute_type(ret, self.sizes)
+            ret = substitute_sizes(ret, self.sizes)
         return Function(params, self.visit(func.body), ret, func.attrs)
 
 
@@ -446,20 +447,6 @@ def _substitute_attr(value: Any, sizes: dict[str, Dim]) -> Any:
         if any(n is not v for n, v in zip(new, value, strict=True)):
             return type(value)(new)
     return value
-
-
-def _substitute_type(ty: Type, sizes: dict[str, Dim]) -> Type:
-    """``ty`` with size variables replaced in its tensor types."""
-    if isinstance(ty, TensorType):
-        if ty.is_static:
-            return ty
-        return TensorType(tuple(substitute(d, sizes) for d in ty.shape), ty.dtype)
-    if isinstance(ty, TupleType):
-        return TupleType(tuple(_substitute_type(f, sizes) for f in ty.fields))
-    if isinstance(ty, FuncType):
-        return FuncType(tuple(_substitute_type(a, sizes) for a in ty.arg_types),
-                        _substitute_type(ty.ret_type, sizes))
-    return ty
 
 
 def _symbolic_params(func: Function) -> bool:

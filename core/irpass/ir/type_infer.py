@@ -106,7 +106,7 @@ from .expr import Expr
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
-from .types import FuncType, TensorType, TupleType, Type
+from .types import FuncType, TensorType, TupleType, Type, substitute_sizes
 
 __all__ = ["infer_type", "infer_type_and_free_vars"]
 
@@ -724,7 +724,7 @@ class _Inferrer:
                 f"{got_dim}, but the callee's parameter type {callee_type.arg_types[i]} says "
                 f"{want_dim}{bound}, which is {expected}: they differ for every size",
             )
-        return _substitute_type(callee_type.ret_type, bindings) if bindings else \
+        return substitute_sizes(callee_type.ret_type, bindings) if bindings else \
             callee_type.ret_type
 
     def param_name(self, call: Call, i: int) -> str:
@@ -942,21 +942,6 @@ def _may_agree(want: Type, got: Type) -> bool:
         elif w != g:
             return False
     return True
-
-
-def _substitute_type(ty: Type, bindings: dict[str, Dim]) -> Type:
-    """``ty`` with the size variables of ``bindings`` replaced in its tensor types (tuple
-    and function types rebuilt around them)."""
-    if isinstance(ty, TensorType):
-        if ty.is_static:
-            return ty
-        return TensorType(tuple(substitute(d, bindings) for d in ty.shape), ty.dtype)
-    if isinstance(ty, TupleType):
-        return TupleType(tuple(_substitute_type(f, bindings) for f in ty.fields))
-    if isinstance(ty, FuncType):
-        return FuncType(tuple(_substitute_type(a, bindings) for a in ty.arg_types),
-                        _substitute_type(ty.ret_type, bindings))
-    return ty
 
 
 def _plain(ty: object) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dims import DimExpr
+from .dims import Dim, DimExpr, substitute
 
 __all__ = [
     "Type",
@@ -32,6 +32,7 @@ __all__ = [
     "normalize_dtype",
     "shape_text",
     "type_text",
+    "substitute_sizes",
 ]
 
 #: The element types numpy has itself.
@@ -313,3 +314,19 @@ def type_text(ty: Type) -> str:
         args = ", ".join(type_text(a) for a in ty.arg_types)
         return f"fn ({args}) -> {type_text(ty.ret_type)}"
     raise TypeError(f"cannot print type {ty!r}")
+
+
+def substitute_sizes(ty: Type, sizes: dict[str, Dim]) -> Type:
+    """``ty`` with the size variables named in ``sizes`` replaced by their dims in every
+    tensor type it holds (tuple and function types rebuilt around them); ``ty`` itself when
+    it has none to replace."""
+    if isinstance(ty, TensorType):
+        if ty.is_static:
+            return ty
+        return TensorType(tuple(substitute(d, sizes) for d in ty.shape), ty.dtype)
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(substitute_sizes(f, sizes) for f in ty.fields))
+    if isinstance(ty, FuncType):
+        return FuncType(tuple(substitute_sizes(a, sizes) for a in ty.arg_types),
+                        substitute_sizes(ty.ret_type, sizes))
+    return ty
