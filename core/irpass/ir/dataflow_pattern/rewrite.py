@@ -26,6 +26,7 @@ from typing import Any
 
 from ...errors import IRPassError
 from ..expr import Expr
+from ..gcpause import gc_paused
 from ..module import IRModule
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
@@ -406,6 +407,12 @@ def rewrite(
     program bottom-up, calling each match's callback. Rounds repeat until one leaves
     the program structurally unchanged; ``rewrite_once`` callbacks take part in the
     first round only. ``mod`` resolves global vars when a callback requires types.
+    Unlike TVM, which runs one pass per callback (so a later callback sees an earlier
+    one's output in the same round), all callbacks share one walk per round: a node
+    tries only the callbacks its op can match. A match that only an earlier
+    callback's replacement creates is found in the next round, which for
+    ``rewrite_once`` callbacks means not at all. Patterns with type constraints get
+    the program typed once per round (errors ignored: untyped nodes do not match).
     ``expr`` itself is never changed. Raises :class:`RewriteLimitError` naming the
     callbacks still firing after ``max_rounds`` rounds, and ``TypeError`` naming the
     callback when one returns something that is not an expression.
@@ -433,7 +440,10 @@ def rewrite(
                 current = infer_type(current, mod)
             except (IRPassError, ValueError, TypeError):
                 pass  # untyped programs: the type patterns just do not match
-        new, fired = _rewrite_round(current, active)
+        # The round's tables (graph, memo, groups) die inside the pause, so the
+        # collection that ends it scans only what the round keeps (irpass.ir.gcpause).
+        with gc_paused():
+            new, fired = _rewrite_round(current, active)
         rounds += 1
         if new is current or structural_equal(new, current):
             return new
@@ -544,8 +554,6 @@ def partition(
     ``attrs``; the call passes the inputs. ``check(pre)``, when given, must return true
     for a match to be replaced. ``expr`` itself is never changed.
     """
-    from ..nodes import Var as _Var
-
     if not isinstance(pattern, DFPattern):
         raise TypeError(f"partition: pattern must be a DFPattern, got {type(pattern).__name__}")
     if not isinstance(expr, Expr):
@@ -554,6 +562,18 @@ def partition(
         warnings.warn("partition: a function that is not called cannot be partitioned; "
                       "expression returned unchanged", stacklevel=2)
         return expr
+    with gc_paused():
+        return _partition(pattern, expr, attrs, check)
+
+
+def _partition(
+    pattern: DFPattern,
+    expr: Expr,
+    attrs: Mapping[str, Any] | None = None,
+    check: Callable[[Expr], bool] | None = None,
+) -> Expr:
+    from ..nodes import Var as _Var
+
     extra = dict(attrs or {})
     if expr._checked_type is None:
         # Type the program once (caches on its nodes) for the params' annotations,
