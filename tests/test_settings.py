@@ -540,6 +540,7 @@ def test_describe_rows(tmp_path):
         ("disabled_pass", ("B",), "cli --disable-pass"),
         ("instruments.dump-ir", {"dump_dir": "out"}, "file irpass.toml"),
         ("instruments.print-ir", ("X",), "cli --instrument"),
+        ("rewrites.disable", (), "default"),
         ("plugins.disable", ("example",), "file irpass.toml"),
         ("plugins.only", None, "default"),
         ("plugins.modules", ("m",), "env IRPASS_PLUGINS"),

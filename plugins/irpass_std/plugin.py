@@ -10,6 +10,7 @@ from irpass.plugins import hookimpl
 from irpass.transform import ConfigOption, PipelineInsertion
 
 from . import (
+    canonicalize,
     combine_parallel,
     cse,
     dead_code,
@@ -22,6 +23,7 @@ from . import (
     simplify_expr,
     simplify_inference,
 )
+from .canonicalize import Canonicalize
 from .combine_parallel import CombineParallelDense
 from .cse import EliminateCommonSubexpr
 from .dead_code import DeadCodeElimination
@@ -36,6 +38,7 @@ from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 
 _MODULES = (
+    canonicalize,
     combine_parallel,
     cse,
     dead_code,
@@ -59,6 +62,7 @@ def irpass_register_passes() -> Sequence[Any]:
         DeadCodeElimination,
         EliminateCommonSubexpr,
         SimplifyExpr,
+        Canonicalize,
         SimplifyInference,
         BackwardFoldScaleAxis,
         ForwardFoldScaleAxis,
@@ -91,7 +95,8 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
     CombineParallelDense between the two (the scales are in the constant
     weights by then, so it combines what a per-branch scale would have
     kept apart, and FoldConstant then concatenates the weights), CSE and DCE
-    after folding, layouts, then fusion last.
+    after folding, layouts, then fusion last. Canonicalize (the plugins' rewrite
+    rules) runs after SimplifyExpr, on the program the built-in rules cleaned up.
     """
     return [
         PipelineInsertion("InferType", phase="start", priority=100),
@@ -99,6 +104,7 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
         PipelineInsertion("RemoveUnusedFunctions", phase="start", priority=10),
         PipelineInsertion("SimplifyInference", phase="simplify", priority=20),
         PipelineInsertion("SimplifyExpr", phase="simplify", priority=10),
+        PipelineInsertion("Canonicalize", phase="simplify", priority=5),
         PipelineInsertion("FoldScaleAxis", phase="optimize", priority=30),
         PipelineInsertion("CombineParallelDense", phase="optimize", priority=25),
         PipelineInsertion("FoldConstant", phase="optimize", priority=20),

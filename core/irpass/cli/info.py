@@ -1,4 +1,4 @@
-"""The listing commands: ``irpass passes``, ``plugins``, ``pipeline`` and ``config``.
+"""The listing commands: ``irpass passes``, ``rewrites``, ``plugins``, ``pipeline`` and ``config``.
 
 Each prints plain aligned text on stdout (:func:`format_table`), and never
 fails because one registered thing misbehaves: a pass factory that needs
@@ -24,6 +24,7 @@ from ..transform import (
     get_pass,
     get_pass_entry,
     list_passes,
+    list_rule_sets,
     pipeline_plan,
     registry,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "format_value",
     "run_config",
     "run_passes",
+    "run_rewrites",
     "run_pipeline",
     "run_plugins",
 ]
@@ -129,11 +131,25 @@ def run_passes(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def run_rewrites(args: argparse.Namespace, settings: Settings) -> int:
+    """``irpass rewrites``: every rewrite rule (``<ruleset>.<rule>``) of the plugins' rule
+    sets, with its plugin, whether the settings' ``[rewrites] disable`` leaves it out,
+    and its description."""
+    off = set(settings.rewrites_disable)
+    rows = []
+    for name, entry in list_rule_sets().items():
+        for full, rule in zip(entry.ruleset.rule_names(), entry.ruleset.rules, strict=True):
+            enabled = "no" if name in off or full in off else "yes"
+            rows.append((full, entry.owner, enabled, rule.doc or "-"))
+    _out(format_table(("rule", "plugin", "enabled", "description"), rows))
+    return 0
+
+
 # -- plugins ------------------------------------------------------------------------------
 
-_KINDS = ("pass", "instrument", "op", "config option", "format", "pipeline")
-_PLURAL = {"pass": "passes", "pipeline": "pipeline insertions"}
-_SINGULAR = {"pipeline": "pipeline insertion"}
+_KINDS = ("pass", "instrument", "op", "config option", "format", "pipeline", "rewrite")
+_PLURAL = {"pass": "passes", "pipeline": "pipeline insertions", "rewrite": "rule sets"}
+_SINGULAR = {"pipeline": "pipeline insertion", "rewrite": "rule set"}
 
 
 def summarize_contributions(record: PluginRecord) -> str:

@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     passes = command("passes", "list the registered passes")
     passes.set_defaults(handler=info.run_passes, validate_first=True)
 
+    rewrites = command("rewrites", "list the rewrite rules of the plugins' rule sets")
+    rewrites.set_defaults(handler=info.run_rewrites, validate_first=True)
+
     plugins = command("plugins", "list the plugins, what each contributed, and failures")
     plugins.add_argument(
         "-v", "--verbose", action="store_true", help="list every contribution of each plugin"

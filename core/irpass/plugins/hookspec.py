@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ..transform.config import ConfigOption
     from ..transform.info import PassInfo
     from ..transform.pipeline import PipelineInsertion
+    from ..transform.rewrites import RuleSet
     from .specs import OpSpec
 
 PROJECT = "irpass"
@@ -161,6 +162,29 @@ def irpass_register_instruments() -> Mapping[str, Any]:
         @hookimpl
         def irpass_register_instruments():
             return {"op-stats": OpStatsInstrument}
+    """
+
+
+@hookspec
+def irpass_register_rewrites() -> Sequence[RuleSet]:
+    """Add rewrite rule sets, which std's ``Canonicalize`` pass applies.
+
+    Called once when the plugin is loaded, after its passes are registered.
+    Return a sequence of :class:`irpass.transform.RuleSet`, each a named list
+    of :class:`irpass.transform.Rule` (a name and a
+    :class:`~irpass.ir.dataflow_pattern.DFPatternCallback`). A rule set's
+    name is global, like a pass's: a name another plugin registered fails the
+    plugin, naming the rule set and its rules. Rules are named
+    ``<ruleset>.<rule>``; either name can be disabled in the config file
+    (``[rewrites] disable = ["example.fold_add_zero"]``). ``irpass rewrites``
+    lists them::
+
+        @hookimpl
+        def irpass_register_rewrites():
+            return [RuleSet("example", [Rule("fold_add_zero", FoldAddZeroRule())])]
+
+    :meth:`RuleSet.as_pass` makes a rule set a pass of its own, to return from
+    ``irpass_register_passes`` as well.
     """
 
 

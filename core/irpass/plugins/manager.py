@@ -35,6 +35,7 @@ from ..transform import pipeline
 from ..transform import registry as passes
 from ..transform.config import ConfigOption
 from ..transform.passes import Pass
+from ..transform.rewrites import RuleSet, RuleSetEntry
 from . import hookspec
 from .bridge import HookInstrument
 from .specs import (
@@ -74,6 +75,9 @@ class PluginManager:
         self._records: dict[str, PluginRecord] = {}
         self._undo: dict[str, list[Callable[[], None]]] = {}
         self._objects: dict[str, object] = {}
+        # the rule sets of irpass_register_rewrites, by name (kept here, with the
+        # records, so a test's registry snapshot saves and restores them too)
+        self._rewrites: dict[str, RuleSetEntry] = {}
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -182,13 +186,13 @@ class PluginManager:
             self.unregister(name)
         self._records.clear()
 
-    def _state(self) -> tuple[dict, dict, dict]:
+    def _state(self) -> tuple[dict, dict, dict, dict]:
         """Copies of the manager's bookkeeping, for :meth:`_restore_state` (tests' snapshots)."""
         return (dict(self._records), dict(self._objects),
-                {k: list(v) for k, v in self._undo.items()})
+                {k: list(v) for k, v in self._undo.items()}, dict(self._rewrites))
 
-    def _restore_state(self, state: tuple[dict, dict, dict]) -> None:
-        records, objects, undo = state
+    def _restore_state(self, state: tuple[dict, dict, dict, dict]) -> None:
+        records, objects, undo, rewrites = state
         for name, obj in list(self._objects.items()):
             if objects.get(name) is not obj:
                 self._pm.unregister(obj)
@@ -196,6 +200,7 @@ class PluginManager:
             if self._objects.get(name) is not obj:
                 self._pm.register(obj, name=name)
         self._records, self._objects, self._undo = dict(records), dict(objects), dict(undo)
+        self._rewrites = dict(rewrites)
 
     # -- committing contributions ------------------------------------------------------------
 
@@ -230,6 +235,7 @@ class PluginManager:
             ("format", "irpass_register_formats", self._add_format),
             ("pass", "irpass_register_passes", self._add_pass),
             ("instrument", "irpass_register_instruments", self._add_instrument),
+            ("rewrite", "irpass_register_rewrites", self._add_rewrites),
             ("pipeline", "irpass_pipeline_passes", self._add_insertion),
         ]
 
@@ -324,6 +330,24 @@ class PluginManager:
                     lambda: instruments.unregister_instrument(key),
                     existed=key in instruments._INSTRUMENTS)
         return key
+
+    def _add_rewrites(self, name: str, item: Any) -> str:
+        if not isinstance(item, RuleSet):
+            raise _Broken(_garbage("irpass_register_rewrites", item, "an irpass.transform.RuleSet"))
+        old = self._rewrites.get(item.name)
+        if old is not None:
+            # the rule set's name is the prefix of its rules' names: whoever owns it owns them
+            raise _Broken(f"cannot register rule set {item.name!r} (rules "
+                          f"{', '.join(item.rule_names()) or 'none'}): it is already "
+                          f"registered by {old.owner!r}")
+        self._rewrites[item.name] = RuleSetEntry(item, name)
+        self._undo[name].append(lambda: self._rewrites.pop(item.name, None))
+        rules = ", ".join(r.name for r in item.rules)
+        return f"{item.name} ({len(item.rules)} rule{'s' if len(item.rules) != 1 else ''}: {rules})"
+
+    def rule_sets(self) -> dict[str, RuleSetEntry]:
+        """The registered rule sets (``irpass_register_rewrites``) by name, sorted."""
+        return {n: self._rewrites[n] for n in sorted(self._rewrites)}
 
     def _add_insertion(self, name: str, item: Any) -> str:
         if not isinstance(item, pipeline.PipelineInsertion):

@@ -31,7 +31,9 @@ class Settings:
 
     Pass-context values: ``opt_level``, ``required_pass``, ``disabled_pass``,
     ``instruments`` (``(name, args, kwargs)`` each, in order), ``config``
-    (flat dotted keys). Pipelines: ``pipeline`` (``None`` or ``"default"``: the
+    (flat dotted keys), ``rewrites_disable`` (rule sets and rules the config
+    file's ``[rewrites] disable`` names; the PassContext option
+    ``rewrites.disable``). Pipelines: ``pipeline`` (``None`` or ``"default"``: the
     default pipeline; else a ``pipelines`` name or a pipeline string) and
     ``pipelines`` (named pipeline strings). Plugins: ``plugins_disable``,
     ``plugins_only`` (``None``: no allow-list), ``plugins_modules``,
@@ -54,6 +56,7 @@ class Settings:
     pipeline: str | None = None
     required_pass: tuple[str, ...] = ()
     disabled_pass: tuple[str, ...] = ()
+    rewrites_disable: tuple[str, ...] = ()
     instruments: tuple[InstrumentSpec, ...] = ()
     config: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     pipelines: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
@@ -106,9 +109,10 @@ class Settings:
         """Check every name against the registries (call after the plugins are loaded).
 
         Pass names, instrument names and arguments, config keys and their
-        types, plugin names in ``disable``/``only``, named pipelines and the
-        pipeline string. Raises one :class:`ConfigError` listing every
-        problem, each naming the file (or flag) and key, with close matches.
+        types, rule set and rule names in ``[rewrites] disable``, plugin
+        names in ``disable``/``only``, named pipelines and the pipeline string.
+        Raises one :class:`ConfigError` listing every problem, each naming the
+        file (or flag) and key, with close matches.
         Returns the notes: things ignored or suspicious but not wrong, e.g.
         ``"config.example.max_depth: ignored: plugin 'example' is disabled"``;
         :meth:`describe` shows them too.
@@ -142,7 +146,7 @@ class Settings:
 
         Keys: ``config_file`` (value: the path or ``None``; source: how it was
         found), ``opt_level``, ``pipeline``, ``required_pass``,
-        ``disabled_pass``, ``instruments.NAME`` per instrument (value: its
+        ``disabled_pass``, ``rewrites.disable``, ``instruments.NAME`` per instrument (value: its
         keyword arguments, ``{"dump_dir": "out"}``, or from the command line
         its positional ones, ``("out",)``; just ``instruments`` when none),
         ``plugins.disable``/``only``/``modules``/``autoload``/``strict``,
@@ -168,6 +172,7 @@ class Settings:
                 rows.append((f"instruments.{name}", value, self.origin_of("instruments", i).source))
         else:
             rows.append(("instruments", (), "default"))
+        rows.append(("rewrites.disable", self.rewrites_disable, self.source("rewrites.disable")))
         rows += [
             ("plugins.disable", self.plugins_disable, self.source("plugins.disable")),
             ("plugins.only", self.plugins_only, self.source("plugins.only")),

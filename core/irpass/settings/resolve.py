@@ -56,8 +56,8 @@ CLI_FLAGS: Mapping[str, str] = MappingProxyType({
     "strict": "--strict-plugins",
 })
 
-_LIST_KEYS = ("required_pass", "disabled_pass", "plugins.disable", "plugins.only",
-              "plugins.modules")
+_LIST_KEYS = ("required_pass", "disabled_pass", "rewrites.disable", "plugins.disable",
+              "plugins.only", "plugins.modules")
 
 
 def load_settings(
@@ -229,6 +229,7 @@ def _merge(layers: list[Layer], config_file: ConfigFile | None) -> Settings:
         pipeline=values.get("pipeline"),
         required_pass=values.get("required_pass", ()),
         disabled_pass=values.get("disabled_pass", ()),
+        rewrites_disable=values.get("rewrites.disable", ()),
         instruments=instruments,
         config=MappingProxyType(values.get("config", {})),
         pipelines=MappingProxyType(values.get("pipelines", {})),

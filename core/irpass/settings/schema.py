@@ -26,6 +26,9 @@ A full file (``irpass.toml``; in ``pyproject.toml`` the same under ``[tool.irpas
     [pipelines]                        # named pipelines, usable in pipeline strings
     fast = "InferType,FoldConstant"
 
+    [rewrites]                         # rewrite rules of the plugins (Canonicalize)
+    disable = ["example.fold_add_zero"]  # rule sets or rules (<ruleset>.<rule>) left out
+
 ``instruments.NAME = true`` is the same as an empty ``[instruments.NAME]``
 table and ``false`` leaves the instrument off. Relative paths among instrument
 arguments are relative to the working directory, as on the command line.
@@ -47,6 +50,7 @@ from .errors import ConfigError, Origin, close_hint, toml_type
 __all__ = [
     "OPT_LEVELS",
     "PLUGIN_KEYS",
+    "REWRITE_KEYS",
     "RESERVED_PIPELINE_NAMES",
     "TOP_KEYS",
     "check_file",
@@ -67,6 +71,10 @@ TOP_KEYS: dict[str, str] = {
     "instruments": "a table",
     "config": "a table",
     "pipelines": "a table",
+    "rewrites": "a table",
+}
+REWRITE_KEYS: dict[str, str] = {
+    "disable": "an array of rule set or rule names",
 }
 PLUGIN_KEYS: dict[str, str] = {
     "disable": "an array of plugin names",
@@ -154,7 +162,8 @@ def check_file(data: Mapping[str, Any], origin: Origin) -> dict[str, Any]:
     ``required_pass``, ``disabled_pass`` (tuples), ``plugins.disable``,
     ``plugins.only``, ``plugins.modules`` (tuples), ``plugins.autoload``,
     ``plugins.strict``, ``instruments`` (a tuple of ``(name, (), kwargs)``),
-    ``config`` (flat dotted keys) and ``pipelines`` -- only those the file sets.
+    ``config`` (flat dotted keys), ``pipelines`` and ``rewrites.disable`` (a
+    tuple) -- only those the file sets.
     Raises one :class:`ConfigError` listing every problem found.
     """
     errors: list[ConfigError] = []
@@ -171,6 +180,8 @@ def check_file(data: Mapping[str, Any], origin: Origin) -> dict[str, Any]:
                 out["config"] = flatten_config(value)
         elif key == "pipelines":
             _check_pipelines(value, origin, out, errors)
+        elif key == "rewrites":
+            _check_rewrites(value, origin, out, errors)
         else:
             errors.append(origin.error(None, key, "unknown key" + _unknown_top_hint(key, origin)))
     if errors:
@@ -229,6 +240,20 @@ def _check_plugins(
             errors.append(origin.error("plugins", key, f"unknown key{hint}"))
         else:
             _check_into(out, f"plugins.{key}", check, item, origin, "plugins", key, errors)
+
+
+def _check_rewrites(
+    value: Any, origin: Origin, out: dict[str, Any], errors: list[ConfigError]
+) -> None:
+    if not _is_table(value, origin, None, "rewrites", errors):
+        return
+    for key, item in value.items():
+        if key == "disable":
+            _check_into(out, "rewrites.disable", _names("rule set or rule names"), item,
+                        origin, "rewrites", key, errors)
+        else:
+            hint = close_hint(key, REWRITE_KEYS) or f" (known keys: {', '.join(REWRITE_KEYS)})"
+            errors.append(origin.error("rewrites", key, "unknown key" + hint))
 
 
 def _check_instruments(

@@ -5,6 +5,7 @@ What is an error (each names the file or flag, the key and close matches):
 - a pass in ``required_pass`` / ``disabled_pass`` that is not registered;
 - an instrument that is not registered, or arguments its factory does not take;
 - a ``[config]`` key that is not a registered option, or a value of the wrong type;
+- a name in ``[rewrites] disable`` that is no registered rule set or rule;
 - a name in ``[plugins] only`` that no installed plugin has (a typo there
   would silently drop every other plugin), or ``"irpass"`` (the core) in
   ``[plugins] disable``;
@@ -18,6 +19,7 @@ What is only a note (returned by :meth:`Settings.validate`, shown by ``describe(
   ``example`` is disabled): ignored, since the plugin that would declare them
   is not there;
 - an instrument named like such a plugin (its hook-based instrument): ignored;
+- a name in ``[rewrites] disable`` whose rule set is named like such a plugin;
 - a name in ``[plugins] disable`` that no installed plugin has: disabling a pack
   that is not installed on this machine is normal for a shared config file.
 """
@@ -38,6 +40,7 @@ from ..transform import (
     list_passes,
     parse_pipeline,
 )
+from ..transform.rewrites import DISABLE_OPTION, list_rule_sets
 from .errors import ConfigError, close_hint, close_names, did_you_mean, toml_type
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ def validate(settings: Settings) -> list[str]:
     check = _Checker(settings)
     check.plugins()
     check.passes()
+    check.rewrites()
     check.instruments()
     check.config()
     check.pipelines()
@@ -72,8 +76,12 @@ def context_parts(settings: Settings) -> ContextParts:
     return what to build it from; raises :class:`ConfigError`."""
     check = _Checker(settings)
     check.passes()
+    check.rewrites()
     instruments = check.instruments()
     config = check.config()
+    if settings.rewrites_disable:
+        # [rewrites] disable extends whatever [config] rewrites.disable holds
+        config[DISABLE_OPTION] = (*config.get(DISABLE_OPTION, ()), *settings.rewrites_disable)
     check.finish(record=False)  # a partial check must not replace validate()'s notes
     return ContextParts(instruments, config)
 
@@ -139,6 +147,28 @@ class _Checker:
                 hint = did_you_mean(close_pass_names(name)) or self._inactive_hint()
                 self.error(key, i, f"no pass named {name!r} is registered{hint}",
                            label=key, value=name)
+
+    def rewrites(self) -> None:
+        if not self.s.rewrites_disable:
+            return
+        known: list[str] = []
+        for name, entry in list_rule_sets().items():
+            known += [name, *entry.ruleset.rule_names()]
+        for i, name in enumerate(self.s.rewrites_disable):
+            if name in known:
+                continue
+            prefix = name.partition(".")[0]
+            if prefix in self.inactive:
+                # as for [config.example]: a rule set named after a plugin not loaded here
+                self.note("rewrites.disable",
+                          f"{name}: ignored: plugin {prefix!r} is not loaded "
+                          f"({self.inactive[prefix]})")
+                continue
+            hint = close_hint(name, known) or self._inactive_hint()
+            self.error("rewrites.disable", i,
+                       f"no rule set or rule named {name!r} is registered{hint} "
+                       f"(known: {', '.join(known) or 'none'})",
+                       section="rewrites", label="disable")
 
     def instruments(self) -> list[tuple[int, InstrumentSpec]]:
         registered = list_instruments()

@@ -8,7 +8,9 @@
 - the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`;
 - the default pipeline that plugins extend (:func:`default_pipeline`,
   :class:`PipelineInsertion`, :func:`pipeline_plan`) and textual pipelines
-  (:func:`parse_pipeline`).
+  (:func:`parse_pipeline`);
+- rewrite rules as plugins: :class:`Rule`, :class:`RuleSet`, :func:`list_rule_sets`
+  (see :mod:`irpass.transform.rewrites`).
 
 Registered passes are attributes of this module: ``irpass.transform.FoldConstant()``
 calls the factory registered as ``"FoldConstant"``, wherever it came from.
@@ -45,6 +47,7 @@ from .registry import (
     list_passes,
     register_pass,
 )
+from .rewrites import Rule, RuleSet, list_rule_sets
 
 __all__ = [
     "ConfigOption",
@@ -77,6 +80,9 @@ __all__ = [
     "pipeline_plan",
     "register_config_option",
     "register_pass",
+    "Rule",
+    "RuleSet",
+    "list_rule_sets",
     "remove_pipeline_insertions",
 ]
 

@@ -9,7 +9,9 @@ raising at the first problem, so a user sees every problem of one run::
 Each diagnostic records the pass that was running. When a pass returns
 after reporting errors, the executor raises :class:`irpass.PassError` listing
 them; warnings are kept on ``ctx.diag`` (and logged to the ``irpass.diag``
-logger) for the caller to show.
+logger) for the caller to show. Notes are facts, not problems (the rewrite
+hits of Canonicalize): kept on ``ctx.diag`` with their ``data`` and logged at
+INFO.
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ _LOG = logging.getLogger("irpass.diag")
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """One reported problem: ``severity`` (``"error"`` / ``"warning"``), the
-    message, the name of the pass that reported it and the offending
-    expression (or ``None``)."""
+    """One reported problem: ``severity`` (``"error"`` / ``"warning"`` /
+    ``"note"``), the message, the name of the pass that reported it, the
+    offending expression (or ``None``) and, for notes, their ``data``."""
 
     severity: str
     message: str
     pass_name: str | None
     expr: Any = None
+    data: Any = None
 
     def __str__(self) -> str:
         where = f"[{self.pass_name}] " if self.pass_name else ""
@@ -68,6 +71,17 @@ class DiagnosticContext:
         _LOG.warning("%s", diag)
         return diag
 
+    def note(self, message: str, data: Any = None) -> Diagnostic:
+        """Report a fact (not a problem) with its ``data``, e.g. per-rule hit counts."""
+        diag = self._emit("note", message, None, data)
+        _LOG.info("%s", diag)
+        return diag
+
+    @property
+    def notes(self) -> list[Diagnostic]:
+        """The notes, in the order they were reported."""
+        return [d for d in self.diagnostics if d.severity == "note"]
+
     @property
     def errors(self) -> list[Diagnostic]:
         """The error diagnostics, in the order they were reported."""
@@ -86,9 +100,9 @@ class DiagnosticContext:
         """Forget every collected diagnostic."""
         self.diagnostics.clear()
 
-    def _emit(self, severity: str, message: str, expr: Any) -> Diagnostic:
+    def _emit(self, severity: str, message: str, expr: Any, data: Any = None) -> Diagnostic:
         if not isinstance(message, str):
             raise TypeError(f"ctx.diag.{severity}: message must be a str, got {message!r}")
-        diag = Diagnostic(severity, message, self.pass_name, expr)
+        diag = Diagnostic(severity, message, self.pass_name, expr, data)
         self.diagnostics.append(diag)
         return diag
