@@ -398,3 +398,29 @@ def test_pack_own_tests_pass():
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", proc.stdout), proc.stdout[-2000:]
+
+
+# -- the rewrite rule ----------------------------------------------------------------------
+
+
+def test_rule_set_is_registered_and_canonicalize_applies_it(pack):
+    entry = irpass.transform.list_rule_sets()["example"]
+    assert entry.owner == "example" and entry.ruleset.rule_names() == ["example.fold_add_zero"]
+    mod = neutral_chain()
+    with PassContext(opt_level=3) as ctx:
+        out = Sequential([irpass.transform.Canonicalize()])(mod)
+    assert op_count(out, "add") == 2  # the two x + 0 go; y + bias and the broadcasting b + 0 stay
+    assert ctx.diag.notes[-1].data == {"example.fold_add_zero": 2}
+    assert_same_outputs(mod, out)
+
+
+def test_rule_set_as_a_pass_and_disabled(pack):
+    rules = importlib.import_module("irpass_example_pack.rules")
+    fold = rules.EXAMPLE_RULES.as_pass(opt_level=1, name="ExampleRules")
+    mod = neutral_chain()
+    out = run(Sequential([fold]), mod)
+    assert op_count(out, "add") == 2
+    assert_same_outputs(mod, out)
+    out = run(Sequential([irpass.transform.Canonicalize()]), mod,
+              **{"rewrites.disable": ["example"]})
+    assert op_count(out, "add") == 4

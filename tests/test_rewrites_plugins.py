@@ -292,3 +292,33 @@ def test_config_file_rewrites_table_is_checked(tmp_path):
         _settings(tmp_path, '[rewrites]\ndisable = "example"\n')
     with pytest.raises(ConfigError, match="unknown key"):
         _settings(tmp_path, '[rewrites]\nenable = ["example"]\n')
+
+
+def test_raising_rule_is_reported_naming_it():
+    def boom(x):
+        raise KeyError("oops")
+
+    plugin(RuleSet("bad", [Rule("neg", _Returns(boom))]), name="badpack")
+    x = var("x", T)
+    mod = IRModule.from_expr(Function([x], op.negative(x)))
+    with PassContext(), pytest.raises(irpass.PassError, match=r"'bad.neg' \(plugin 'badpack'\) "
+                                                              r"raised KeyError"):
+        irpass.transform.Sequential([irpass.transform.Canonicalize()])(mod)
+
+
+def test_linear_on_a_long_chain():
+    import time
+
+    plugin(example_set())
+    times = []
+    for n in (500, 2000):
+        x = var("x", T)
+        y = x
+        for _ in range(n):
+            y = op.tanh(op.add(y, const(np.zeros((3,), "float32"))))
+        mod = irpass.transform.InferType()(IRModule.from_expr(Function([x], y)))
+        start = time.perf_counter()
+        out, ctx = canonicalize(mod)
+        times.append(time.perf_counter() - start)
+        assert hits_of(ctx) == {"example.fold_add_zero": n}
+    assert times[1] < 12 * times[0] + 0.5  # 4x the nodes: not 16x (quadratic)

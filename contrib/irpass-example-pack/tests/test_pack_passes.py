@@ -68,7 +68,7 @@ def test_plugin_wiring(example_plugin):
     assert get_pass_entry("FoldAddZero").owner == "example"
     assert get_pass("OpStatistics").info.opt_level == 0
     kinds = {c.kind for c in example_plugin.contributions}
-    assert kinds == {"pass", "instrument", "config option", "pipeline"}
+    assert kinds == {"pass", "instrument", "config option", "pipeline", "rewrite"}
     assert "FoldAddZero" in pipeline_plan(1).names
     assert "FoldAddZero" not in pipeline_plan(0).names
     with pytest.raises(TypeError, match="example.max_rewrites"):

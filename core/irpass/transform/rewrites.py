@@ -11,7 +11,9 @@ registered it first (``example``); a rule is ``<ruleset>.<rule>``
 (``example.fold_add_zero``). Both kinds of names may be listed in the config file's
 ``[rewrites] disable`` (the PassContext option ``rewrites.disable``).
 
-The driver (:func:`apply_rules`) checks every replacement: a callback that returns
+The driver (:func:`apply_rules`) types the program before each round (as
+``require_type=True`` callbacks do), so callbacks may read ``checked_type``, and checks
+every replacement: a callback that returns
 something that is not an expression, or an expression that does not type-check or
 whose type differs from the matched expression's, stops the rewrite of the function
 with an error naming the rule and its plugin (the module is left unchanged). Rules
@@ -187,7 +189,8 @@ def _filter(rules: _Rules, disable: Iterable[str]) -> _Rules:
 
 
 class RuleFailure(IRPassError):
-    """A rule's replacement was wrong (not an expression, ill-typed, of another type)."""
+    """A rule failed: its callback raised, or its replacement was wrong (not an
+    expression, ill-typed, of another type than the matched expression)."""
 
     def __init__(self, message: str, rule: str, expr: Any = None) -> None:
         super().__init__(message)
@@ -206,45 +209,80 @@ class RewriteResult:
     limit_message: str = ""
 
 
+# A replacement whose type is not known when it is made: (rule, plugin, pre, out).
+_Deferred = list[tuple[str, str, Expr, Expr]]
+
+
 class _Counted(DFPatternCallback):
     """A rule's callback, counted and checked (subclassed per rule, named after it, so
     the messages of :func:`rewrite` name the rule)."""
 
-    def __init__(self, full: str, owner: str, rule: Rule, hits: Counter[str]) -> None:
+    def __init__(self, full: str, owner: str, rule: Rule, hits: Counter[str],
+                 deferred: _Deferred) -> None:
         inner = rule.callback
-        super().__init__(require_type=inner.require_type, rewrite_once=inner.rewrite_once)
+        # Typed rounds always: replacements are checked against the type of what they
+        # replace, and callbacks may read checked_type on ``pre`` in every round.
+        super().__init__(require_type=True, rewrite_once=inner.rewrite_once)
         self.pattern = inner.pattern
-        self.full, self.owner, self.inner, self.hits = full, owner, inner, hits
+        self.full, self.owner, self.inner = full, owner, inner
+        self.hits, self.deferred = hits, deferred
 
     def callback(self, pre: Expr, post: Expr, node_map: Any) -> Expr:
-        out = self.inner.callback(pre, post, node_map)
+        try:
+            out = self.inner.callback(pre, post, node_map)
+        except Exception as exc:  # a bug in a plugin's rule: name the rule and the plugin
+            raise RuleFailure(f"{_who(self.full, self.owner)} raised {type(exc).__name__}: "
+                              f"{exc}", self.full, pre) from exc
         if out is post:
             return out
-        who = f"rewrite rule {self.full!r} (plugin {self.owner!r})"
         if not isinstance(out, Expr):
-            raise RuleFailure(f"{who} returned {type(out).__name__} {out!r:.60}, "
-                              f"not an expression", self.full, pre)
-        _check_type(who, self.full, pre, out)
+            raise RuleFailure(f"{_who(self.full, self.owner)} returned {type(out).__name__} "
+                              f"{out!r:.60}, not an expression", self.full, pre)
+        if pre._checked_type is not None:
+            if out._checked_type is not None:
+                _compare(self.full, self.owner, pre, out, out._checked_type)
+            else:
+                # Built in this round: typing it here would walk everything below it
+                # (quadratic on a chain); the next round's typing (or the final one) types
+                # it, and apply_rules compares then.
+                self.deferred.append((self.full, self.owner, pre, out))
         self.hits[self.full] += 1
         return out
 
 
-def _check_type(who: str, full: str, pre: Expr, out: Expr) -> None:
-    """The replacement must type-check and have the matched expression's type."""
+def _who(full: str, owner: str) -> str:
+    return f"rewrite rule {full!r} (plugin {owner!r})"
+
+
+def _compare(full: str, owner: str, pre: Expr, out: Expr, got: Any) -> None:
+    want = pre._checked_type
+    if want is not None and not structural_equal(got, want):
+        raise RuleFailure(f"{_who(full, owner)} changed the type of the matched expression "
+                          f"from {want} to {got}", full, pre)
+
+
+def _check_alone(full: str, owner: str, pre: Expr, out: Expr) -> None:
+    """Type ``out`` on its own (slow: only to find the culprit of a failure)."""
     from ..ir.type_infer import infer_type
 
-    want = pre._checked_type
-    if want is None:
-        return  # an untyped input (types not inferred): nothing to compare with
-    got = out._checked_type
-    if got is None:
+    try:
+        got = infer_type(out).checked_type
+    except (IRPassError, ValueError, TypeError) as exc:
+        raise RuleFailure(f"{_who(full, owner)} built an ill-typed replacement: {exc}",
+                          full, pre) from exc
+    _compare(full, owner, pre, out, got)
+
+
+def _blame(deferred: _Deferred, exc: Exception) -> RuleFailure:
+    """The rule whose replacement made the program ill-typed."""
+    for full, owner, pre, out in deferred:
         try:
-            got = infer_type(out).checked_type
-        except (IRPassError, ValueError, TypeError) as exc:
-            raise RuleFailure(f"{who} built an ill-typed replacement: {exc}", full, pre) from exc
-    if not structural_equal(got, want):
-        raise RuleFailure(f"{who} changed the type of the matched expression from {want} "
-                          f"to {got}", full, pre)
+            _check_alone(full, owner, pre, out)
+        except RuleFailure as failure:
+            return failure
+    rules = ", ".join(dict.fromkeys(f"{f!r} (plugin {o!r})" for f, o, _, _ in deferred))
+    return RuleFailure(f"the rewrites of rule(s) {rules or '?'} left an ill-typed program: "
+                       f"{exc}", deferred[0][0] if deferred else "?")
 
 
 _STILL_FIRING = re.compile(r"still firing in the last round: (.*?) \(conflicting")
@@ -256,17 +294,21 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
     """Rewrite ``func``'s body with ``rules`` (``(full name, plugin, rule)`` each) in one
     greedy :func:`~irpass.ir.dataflow_pattern.rewrite` walk per round, to a fixed point.
 
-    Raises :class:`RuleFailure` for a bad replacement. Rules still firing after
-    ``max_rounds`` rounds are left out and the walk runs again without them (their
-    names are in ``non_converging``). ``func`` should be typed (InferType) so that
-    replacements can be checked against the types they replace.
+    The program is typed before each round. Raises :class:`RuleFailure` for a bad
+    replacement (not an expression, ill-typed, of another type than what it replaced).
+    Rules still firing after ``max_rounds`` rounds are left out and the walk runs again
+    without them (their names are in ``non_converging``). ``func`` should be typed
+    (InferType) so that the first round's replacements are checked too.
     """
+    from ..ir.type_infer import infer_type
+
     active = list(rules)
     result = RewriteResult(func)
     while active:
         hits: Counter[str] = Counter()
-        callbacks = [type(full, (_Counted,), {"__qualname__": full})(full, owner, rule, hits)
-                     for full, owner, rule in active]
+        deferred: _Deferred = []
+        callbacks = [type(full, (_Counted,), {"__qualname__": full})(
+            full, owner, rule, hits, deferred) for full, owner, rule in active]
         try:
             body = rewrite(callbacks, func.body, mod, max_rounds=max_rounds)
         except RewriteLimitError as exc:
@@ -279,10 +321,24 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
             result.limit_message = str(exc)
             active = [r for r in active if r[0] not in stuck]
             continue
+        except (IRPassError, ValueError, TypeError) as exc:
+            if isinstance(exc, RuleFailure) or not deferred:
+                raise
+            raise _blame(deferred, exc) from exc  # a round's typing failed
         result.hits = hits
         # a round that changed nothing still rebuilds: keep func itself when no rule fired
         if hits and body is not func.body:
-            result.func = Function(func.params, body, func.ret_type, func.attrs)
+            new = Function(func.params, body, func.ret_type, func.attrs)
+            try:
+                new = infer_type(new, mod)  # also types the last round's replacements
+            except (IRPassError, ValueError, TypeError) as exc:
+                raise _blame(deferred, exc) from exc
+            for full, owner, pre, out in deferred:
+                if out._checked_type is None:
+                    _check_alone(full, owner, pre, out)  # not typed by the rounds: a copy
+                else:
+                    _compare(full, owner, pre, out, out._checked_type)
+            result.func = new
         return result
     return result
 

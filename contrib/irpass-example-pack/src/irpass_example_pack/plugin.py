@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from irpass.plugins import hookimpl
-from irpass.transform import ConfigOption, PipelineInsertion
+from irpass.transform import ConfigOption, PipelineInsertion, RuleSet
 
 from .instrument import OpStatsInstrument
 from .passes import MAX_REWRITES, FoldAddZero, OpStatistics
+from .rules import EXAMPLE_RULES
 
 
 @hookimpl
@@ -35,6 +36,12 @@ def irpass_register_config_options() -> Sequence[ConfigOption]:
 def irpass_register_passes() -> Sequence[Any]:
     """The pass classes; ``irpass.transform.get_pass("FoldAddZero")`` makes one."""
     return [FoldAddZero, OpStatistics]
+
+
+@hookimpl
+def irpass_register_rewrites() -> Sequence[RuleSet]:
+    """The rule set ``example`` (rule ``example.fold_add_zero``), applied by Canonicalize."""
+    return [EXAMPLE_RULES]
 
 
 @hookimpl
