@@ -285,9 +285,6 @@ def _blame(deferred: _Deferred, exc: Exception) -> RuleFailure:
                        f"{exc}", deferred[0][0] if deferred else "?")
 
 
-_STILL_FIRING = re.compile(r"still firing in the last round: (.*?) \(conflicting")
-
-
 def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
                 mod: IRModule | None = None,
                 max_rounds: int = DEFAULT_MAX_ROUNDS) -> RewriteResult:
@@ -312,11 +309,9 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
         try:
             body = rewrite(callbacks, func.body, mod, max_rounds=max_rounds)
         except RewriteLimitError as exc:
-            found = _STILL_FIRING.search(str(exc))
-            names = [n.strip() for n in found.group(1).split(",")] if found else []
-            stuck = [n for n in names if any(n == r[0] for r in active)]
+            stuck = [cb.full for cb in exc.callbacks if isinstance(cb, _Counted)]
             if not stuck:  # cannot tell which: leave out every rule that fired
-                stuck = [r[0] for r in active if hits[r[0]]]
+                stuck = [r[0] for r in active if hits[r[0]]] or [r[0] for r in active]
             result.non_converging += stuck
             result.limit_message = str(exc)
             active = [r for r in active if r[0] not in stuck]

@@ -65,7 +65,15 @@ _unchecked_call = Call._unchecked
 
 
 class RewriteLimitError(IRPassError, RuntimeError):
-    """:func:`rewrite` did not reach a fixed point within its bound on rounds."""
+    """:func:`rewrite` did not reach a fixed point within its bound on rounds.
+
+    ``callbacks`` are the callbacks that still fired in the last round, in the order
+    they first did (the message names them too).
+    """
+
+    def __init__(self, message: str, callbacks: Sequence[DFPatternCallback] = ()) -> None:
+        super().__init__(message)
+        self.callbacks: list[DFPatternCallback] = list(callbacks)
 
 
 class DFPatternCallback:
@@ -449,14 +457,17 @@ def rewrite(
             return new
         current = new
         if rounds >= max_rounds:
-            names = ", ".join(dict.fromkeys(fired)) or "?"
+            firing = list(dict.fromkeys(fired))
+            names = ", ".join(_callback_name(cb) for cb in firing) or "?"
             raise RewriteLimitError(
                 f"rewrite: no fixed point after {max_rounds} rounds; still firing in the "
-                f"last round: {names} (conflicting or ever-growing rewrites?)"
+                f"last round: {names} (conflicting or ever-growing rewrites?)",
+                firing,
             )
 
 
-def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]) -> tuple[Expr, list[str]]:
+def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]
+                   ) -> tuple[Expr, list[DFPatternCallback]]:
     graph = Graph(expr)
     index = _Index(callbacks)
     matcher = Matcher(graph)
@@ -476,7 +487,7 @@ def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]) -> tuple[Expr
                     for n in group.interior:
                         claimed[n] = node
                     break
-    fired: list[str] = []
+    fired: list[DFPatternCallback] = []
 
     def at_root(group: _Group, post: Expr, memo: dict[Expr, Expr]) -> Expr:
         cb = group.owner
@@ -489,7 +500,7 @@ def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]) -> tuple[Expr
                 f"{out!r:.80}, not an Expr"
             )
         if out is not post:
-            fired.append(_callback_name(cb))
+            fired.append(cb)
         return out
 
     if not groups:
