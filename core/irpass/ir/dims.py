@@ -152,6 +152,17 @@ _RESULTS: dict[tuple[Any, ...], Any] = {}
 _RESULTS_MAX = 1 << 14
 
 
+def _cached(key: tuple[Any, ...], make: Any, *args: Any) -> Any:
+    """``make(*args)``, remembered under ``key`` in the bounded :data:`_RESULTS`."""
+    result = _RESULTS.get(key)
+    if result is None:
+        result = make(*args)
+        if len(_RESULTS) >= _RESULTS_MAX:
+            _RESULTS.clear()
+        _RESULTS[key] = result
+    return result
+
+
 def _mono(factors: tuple[tuple[_Atom, int], ...]) -> _Mono:
     mono = _MONOS.get(factors)
     if mono is None:
@@ -580,14 +591,7 @@ def floordiv(a: Dim, b: Dim) -> Dim:
 def _floordiv(e: DimExpr, c: int) -> Dim:
     if c == 1:
         return e
-    key = (_FLOORDIV, e, c)
-    result = _RESULTS.get(key)
-    if result is None:
-        result = _floordiv_new(e, c)
-        if len(_RESULTS) >= _RESULTS_MAX:
-            _RESULTS.clear()
-        _RESULTS[key] = result
-    return result
+    return _cached((_FLOORDIV, e, c), _floordiv_new, e, c)
 
 
 def _floordiv_new(e: DimExpr, c: int) -> Dim:
@@ -630,14 +634,7 @@ def floormod(a: Dim, b: Dim) -> Dim:
 def _floormod(e: DimExpr, c: int) -> Dim:
     if c == 1:
         return 0
-    key = (_MOD, e, c)
-    result = _RESULTS.get(key)
-    if result is None:
-        result = _floormod_new(e, c)
-        if len(_RESULTS) >= _RESULTS_MAX:
-            _RESULTS.clear()
-        _RESULTS[key] = result
-    return result
+    return _cached((_MOD, e, c), _floormod_new, e, c)
 
 
 def _floormod_new(e: DimExpr, c: int) -> Dim:
@@ -707,14 +704,7 @@ def _minmax(kind: int, args: tuple[Any, ...]) -> Dim:
     candidates: list[Dim] = sorted(exprs, key=_arg_key)
     if const is not None:
         candidates.append(const)
-    key = (kind, *candidates)
-    result = _RESULTS.get(key)
-    if result is None:
-        result = _prune_minmax(kind, candidates)
-        if len(_RESULTS) >= _RESULTS_MAX:
-            _RESULTS.clear()
-        _RESULTS[key] = result
-    return result  # type: ignore[no-any-return]
+    return _cached((kind, *candidates), _prune_minmax, kind, candidates)
 
 
 def _prune_minmax(kind: int, candidates: list[Dim]) -> Dim:

@@ -331,27 +331,22 @@ class GraphImporter:
         if not tp.HasField("tensor_type"):
             raise self.fail(f"{where} is not a tensor (type {tp.WhichOneof('value')}); "
                             "irpass imports tensor inputs only")
-        tt = tp.tensor_type
-        dtype = self._dtype(tt.elem_type, where)
-        if not tt.HasField("shape"):
+        if not tp.tensor_type.HasField("shape"):
+            self._dtype(tp.tensor_type.elem_type, where)  # a bad dtype is named first
             raise self.fail(f"{where} has no shape (unknown rank); irpass needs the rank of "
                             "every input")
-        dims: list[Any] = []
-        for k, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value"):
-                if d.dim_value < 0:
-                    raise self.fail(f"{where} has dim {d.dim_value} at index {k}; "
-                                    "a dim is at least 0")
-                dims.append(int(d.dim_value))
-                continue
+
+        def symbolic(d: Any) -> Any:
             value = self.options.dim_value(d.dim_param)
             if value is not None:
-                dims.append(value)
-            elif d.dim_param:
-                dims.append(self._size_var(d.dim_param))
-            else:
-                dims.append(self._size_var(f"unk{len(self.size_vars)}", unknown=True))
-        return TensorType(tuple(dims), dtype)
+                return value
+            if d.dim_param:
+                return self._size_var(d.dim_param)
+            return self._size_var(f"unk{len(self.size_vars)}", unknown=True)
+
+        ty = self._tensor_type(tp, where, symbolic)
+        assert ty is not None  # a tensor with a shape, every dim resolved
+        return ty
 
     def _size_var(self, name: str, unknown: bool = False) -> SizeVar:
         """The size variable of ONNX dim name ``name`` (one per name in the model)."""
@@ -361,8 +356,10 @@ class GraphImporter:
             if not text or text[0].isdigit() or text in _RESERVED_NAMES:
                 text = f"d_{text}"
             taken = {v.name for v in self.size_vars.values()}
+            if unknown:  # a fresh name must not be one a later input's dim_param takes
+                taken |= self._dim_params()
             base, k = text, 1
-            while text in taken or (unknown and text in self._dim_params()):
+            while text in taken:
                 text, k = f"{base}_{k}", k + 1
             var = self.size_vars[name] = SizeVar(text)
         return var
@@ -382,21 +379,21 @@ class GraphImporter:
             raise self.fail(f"option {DIM_VALUES} names dim(s) {', '.join(missing)} that no "
                             f"graph input has (its symbolic dims: {have})")
 
-    def _static_type(self, tp: TypeProto, where: str, fix_dims: bool) -> TensorType | None:
-        """The static tensor type of ``tp``. With ``fix_dims`` a symbolic or unknown dim is
-        fixed by the dim_values option or is an error; otherwise ``None`` is returned."""
+    def _static_type(self, tp: TypeProto, where: str) -> TensorType | None:
+        """The type ``tp`` declares if it is a tensor with a static shape, else ``None``."""
+        return self._tensor_type(tp, where, lambda d: None)
+
+    def _tensor_type(self, tp: TypeProto, where: str, symbolic: Any) -> TensorType | None:
+        """The tensor type of ``tp`` with each dim that has no value given by
+        ``symbolic(dim)`` (``None``: the type is ``None``); ``None`` for a type that is not a
+        tensor or has no shape. A bad dtype or a negative dim is an error naming ``where``."""
         if not tp.HasField("tensor_type"):
-            if not fix_dims:
-                return None
-            raise self.fail(f"{where} is not a tensor (type {tp.WhichOneof('value')}); "
-                            "irpass imports tensor inputs only")
+            return None
         tt = tp.tensor_type
         dtype = self._dtype(tt.elem_type, where)
         if not tt.HasField("shape"):
-            if not fix_dims:
-                return None
-            raise self.fail(f"{where} has no shape (unknown rank); irpass needs static shapes")
-        dims: list[int] = []
+            return None
+        dims: list[Any] = []
         for k, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value"):
                 if d.dim_value < 0:
@@ -404,19 +401,10 @@ class GraphImporter:
                                     "a dim is at least 0")
                 dims.append(int(d.dim_value))
                 continue
-            if not fix_dims:
+            dim = symbolic(d)
+            if dim is None:
                 return None
-            value = self.options.dim_value(d.dim_param)
-            if value is None:
-                if d.dim_param:
-                    what = f"symbolic dim {d.dim_param!r}"
-                    hint = f"e.g. '{d.dim_param}=1'; '*=1' fixes every such dim"
-                else:
-                    what = "an unknown dim"
-                    hint = "'*=1' fixes every unknown or symbolic dim"
-                raise self.fail(f"{where} has {what} at index {k}; irpass needs static shapes: "
-                                f"set the option {DIM_VALUES} ({hint})")
-            dims.append(value)
+            dims.append(dim)
         return TensorType(tuple(dims), dtype)
 
     def _value_info(self) -> dict[str, TensorType]:
@@ -429,7 +417,7 @@ class GraphImporter:
             ty = _plain_type(vi.type)
             if ty is None:
                 try:
-                    ty = self._static_type(vi.type, f"value_info {vi.name!r}", fix_dims=False)
+                    ty = self._static_type(vi.type, f"value_info {vi.name!r}")
                 except OnnxImportError:
                     continue  # a type irpass lacks: the node producing it will say so
             if ty is not None:
@@ -615,7 +603,7 @@ class GraphImporter:
                             "tensors (sequences can be used inside the graph: SequenceAt, "
                             "ConcatFromSequence, ...)")
         try:
-            want = self._static_type(tp, where, fix_dims=False)
+            want = self._static_type(tp, where)
         except OnnxImportError:
             want = None  # an undefined or foreign element type declares nothing
         if want is not None and not _agrees(want, ty):
@@ -640,7 +628,7 @@ class GraphImporter:
             for g in graphs:
                 for vi in list(g.value_info) + list(g.output):
                     try:
-                        ty = self._static_type(vi.type, f"value {vi.name!r}", fix_dims=False)
+                        ty = self._static_type(vi.type, f"value {vi.name!r}")
                     except OnnxImportError:
                         continue
                     if ty is not None:
@@ -673,7 +661,7 @@ class GraphImporter:
             if isinstance(ty, TensorType):
                 try:
                     want = child._static_type(inp.type, f"input {k} {inp.name!r} of its {attr} "
-                                              "graph", fix_dims=False)
+                                              "graph")
                 except OnnxImportError:
                     want = None
             if want is not None and want.dtype != ty.dtype:
