@@ -76,6 +76,9 @@ PATTERNS = {
     "nn.bias_add": BC,
     **dict.fromkeys(["nn.softmax", "nn.batch_norm", "nn.layer_norm", "nn.dropout"], OPQ),
     **dict.fromkeys(["nn.log_softmax", "nn.lrn"], OPQ),
+    **dict.fromkeys(["nn.gelu", "nn.silu", "nn.hard_swish"], E),
+    **dict.fromkeys(["nn.rms_norm", "nn.attention"], OPQ),
+    "nn.rotary_embedding": INJ,
 }
 
 
@@ -329,6 +332,18 @@ CASES: dict[str, tuple] = {
     ),
     "nn.instance_norm": (
         lambda: op.nn.norm.instance_norm(*V[:3], axis=-1), [r(2, 3, 4), r(4), r(4)]
+    ),
+    # -- fused transformer ops (issue 21) ---------------------------------------------------------
+    "nn.gelu": (lambda: op.nn.gelu(V[0], approximate="tanh"), [r(2, 3) * 4 - 3]),
+    "nn.silu": (lambda: op.nn.silu(V[0]), [r(2, 3) * 4 - 3]),
+    "nn.hard_swish": (lambda: op.nn.hard_swish(V[0]), [r(2, 3) * 8 - 5]),
+    "nn.rms_norm": (lambda: op.nn.rms_norm(V[0], V[1], axes=(2, 1)), [r(2, 3, 4), r(4, 3)]),
+    "nn.attention": (
+        lambda: op.nn.attention(V[0], V[1], V[2], V[3], is_causal=True),
+        [r(2, 4, 3, 8), r(2, 2, 5, 8), r(2, 2, 5, 6), r(1, 3, 5) > 1.0],
+    ),
+    "nn.rotary_embedding": (
+        lambda: op.nn.rotary_embedding(V[0], V[1], V[2]), [r(2, 3, 4, 6), r(3, 1, 6), r(3, 1, 6)]
     ),
 }
 

@@ -28,7 +28,9 @@ strides, ``axes``), ``take`` (every ``mode``), ``concatenate``, ``split``,
 groups and depthwise, strides, asymmetric padding, dilation, ``out_layout``), pooling
 (ceil mode, ``count_include_pad``), ``nn.batch_norm``, ``nn.layer_norm``, ``nn.lrn``,
 ``nn.dense``, ``nn.batch_matmul``, ``matmul``, ``nn.bias_add``, softmax and
-log-softmax, ``nn.dropout``; the 1-D and 3-D convolutions and pooling,
+log-softmax, ``nn.dropout``, ``nn.gelu``, ``nn.silu``, ``nn.hard_swish``, ``nn.rms_norm``,
+``nn.attention`` (grouped heads, bool and additive masks, causal) and
+``nn.rotary_embedding``; the 1-D and 3-D convolutions and pooling,
 ``nn.group_norm``, ``nn.instance_norm``, ``nn.depth_to_space``/``nn.space_to_depth``,
 ``einsum`` and ``linalg.det``; the trigonometric and hyperbolic functions (inputs kept
 in their domains: ``clip`` before ``asin``, ``x + 1`` with ``x >= 0.1`` before
@@ -1636,6 +1638,8 @@ class _Generator:
             ("roi_pool", 0.3),
             ("depth_to_space", 0.5), ("space_to_depth", 0.5), ("group_norm", 0.7),
             ("instance_norm", 0.6), ("einsum", 0.8), ("det", 0.4),
+            ("activation", 2.0), ("rms_norm", 0.8), ("attention", 0.8),
+            ("rotary_embedding", 0.8),
         ])
         if name in ("batch_norm",) and not self.on("tuples"):
             return None
@@ -2042,6 +2046,68 @@ class _Generator:
             attrs["scale"] = False
         call, ty = _call("nn.layer_norm", [x, gamma, beta], attrs)
         b = math.sqrt(max(ch, 1)) * gamma.bound + beta.bound
+        return _Value(call, ty, -b, b, False)
+
+    def _nn_activation(self, scope: _Scope) -> _Value | None:
+        """One of the fused activations nn.gelu, nn.silu and nn.hard_swish."""
+        a = self.pick(scope, lambda v: v.dtype in _FLOATS)
+        if a is None:
+            return None
+        name = self.c.choice(["nn.gelu", "nn.silu", "nn.hard_swish"])
+        attrs = {"approximate": self.c.choice(["none", "tanh"])} if name == "nn.gelu" else {}
+        call, ty = _call(name, [a], attrs)
+        # each is <= max(x, 0) and has its minimum (-0.17, -0.28, -0.375) below 0
+        return _Value(call, ty, -0.375 if a.lo < 0 else 0.0, max(a.hi, 0.0), False)
+
+    def _nn_rms_norm(self, scope: _Scope) -> _Value | None:
+        x = self.pick_float(scope, lambda v: len(v.shape) >= 1 and v.size > 0)
+        if x is None:
+            return None
+        nd = len(x.shape)
+        axes = self.c.choice([(-1,), (-1,), tuple(range(-min(nd, 2), 0)),
+                              (self.c.integer(-nd, nd - 1),)])
+        weight = self.constant(tuple(x.shape[a] for a in axes))
+        attrs = {"axes": axes, "epsilon": self.c.choice([1e-5, 1e-3, 1e-2])}
+        call, ty = _call("nn.rms_norm", [x, weight], attrs)
+        b = math.sqrt(max(math.prod(x.shape[a] for a in axes), 1)) * weight.bound
+        return _Value(call, ty, -b, b, False)
+
+    def _nn_attention(self, scope: _Scope) -> _Value | None:
+        """nn.attention of a 4-D value as the query with constant key and value (fewer kv
+        heads now and then), sometimes a bool or additive mask, causal or not."""
+        q = self.image(scope, 10.0)
+        if q is None:
+            return None
+        b, h, sq, d = q.shape
+        hkv = self.c.choice([k for k in (1, 2, h) if k and h % k == 0])
+        skv = self.c.integer(1, 4)
+        s = 1.0 / math.sqrt(max(d, 1))
+        key = self.constant((b, hkv, skv, d), -s, s)
+        value = self.constant((b, hkv, skv, self.c.choice([d, 2, 3])))
+        args = [q, key, value]
+        kind = self.c.choice(["none", "none", "bool", "float"])
+        if kind != "none":
+            shape = self.c.choice([(sq, skv), (1, 1, sq, skv), (b, 1, 1, skv)])
+            args.append(self.constant(shape, -2.0, 0.0, "bool" if kind == "bool" else
+                                      "float32", as_param=False))
+        attrs = {"is_causal": self.c.chance(0.4), "scale": self.c.choice([None, None, 0.5])}
+        call, ty = _call("nn.attention", args, attrs)
+        # a convex combination of value's rows (or 0 for a row with nothing to attend)
+        return _Value(call, ty, min(value.lo, 0.0), max(value.hi, 0.0), False)
+
+    def _nn_rotary_embedding(self, scope: _Scope) -> _Value | None:
+        x = self.pick_float(scope, lambda v: len(v.shape) >= 1 and v.size > 0
+                            and v.shape[-1] % 2 == 0)
+        if x is None:
+            return None
+        nd = len(x.shape)
+        tail = x.shape[-self.c.integer(1, nd):]
+        if len(tail) > 1 and self.c.chance(0.5):
+            tail = (1,) + tail[1:]
+        cos, sin = self.constant(tail), self.constant(tail)
+        call, ty = _call("nn.rotary_embedding", [x, cos, sin],
+                         {"interleaved": self.c.chance(0.4)})
+        b = x.bound * (cos.bound + sin.bound)
         return _Value(call, ty, -b, b, False)
 
     def _nn_lrn(self, scope: _Scope) -> _Value | None:

@@ -1,5 +1,11 @@
 """Activations and inference-mode regularizers: ``nn.relu``,
-``nn.leaky_relu``, ``nn.softmax``, ``nn.log_softmax`` and ``nn.dropout``.
+``nn.leaky_relu``, ``nn.gelu``, ``nn.silu``, ``nn.hard_swish``, ``nn.softmax``,
+``nn.log_softmax`` and ``nn.dropout``.
+
+``nn.gelu``, ``nn.silu`` and ``nn.hard_swish`` are the fused forms of the
+activations transformers and modern CNNs write as chains of elementwise ops
+(ONNX ``Gelu``-20, ``Swish`` with alpha 1 and ``HardSwish``); they compute in
+float32 for float16 and bfloat16 data, as the normalizations do.
 
 ``nn.dropout`` is the identity (inference semantics). Relay's op returns a
 (output, mask) tuple and its builder hands users element 0; this op *is*
@@ -15,7 +21,7 @@ import numpy as np
 
 from ...ir.attrs import Attrs
 from ...ir.nodes import Call
-from ...ir.op import AttrField, OpPattern, attr_float, attr_int
+from ...ir.op import AttrField, OpPattern, attr_choice, attr_float, attr_int
 from ...ir.types import Type
 from .._common import (
     FLOAT_DTYPES,
@@ -28,8 +34,11 @@ from .._common import (
     result,
     tensor_arg,
 )
+from .._erf import erf as _erf
+from ..tensor import _sigmoid
 
-__all__ = ["relu", "leaky_relu", "softmax", "log_softmax", "dropout"]
+__all__ = ["relu", "leaky_relu", "gelu", "silu", "hard_swish", "softmax", "log_softmax",
+           "dropout"]
 
 
 def _relu_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -86,6 +95,104 @@ register(
 def leaky_relu(data: Any, alpha: float = 0.01) -> Call:
     """``data`` where it is >= 0, else ``alpha * data`` (a float tensor)."""
     return make_call("nn.leaky_relu", [data], ["data"], alpha=alpha)
+
+
+def _float_unary_rel(name: str) -> Callable[[tuple[Type, ...], Attrs], Type]:
+    def rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+        data = tensor_arg(arg_types[0], name, "data")
+        check_dtype(data, FLOAT_DTYPES, name, "data")
+        return data
+
+    return rel
+
+
+def _widened(fn: Callable[[np.ndarray, Attrs], np.ndarray]) -> Callable[[tuple, Attrs], np.ndarray]:
+    """A kernel applying ``fn`` to its input in the accumulate dtype, rounded back."""
+
+    def kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+        x = args[0]
+        return result(fn(x.astype(accumulate_dtype(x.dtype.name), copy=False), attrs), x.dtype)
+
+    return kernel
+
+
+_SQRT_HALF = 0.70710678118654752440
+_SQRT_2_OVER_PI = 0.79788456080286535588
+
+
+def _gelu(x: np.ndarray, attrs: Attrs) -> np.ndarray:
+    one = np.ones((), x.dtype)
+    half = np.asarray(0.5, x.dtype)
+    if attrs["approximate"] == "tanh":
+        inner = np.asarray(_SQRT_2_OVER_PI, x.dtype) * (x + np.asarray(0.044715, x.dtype) * x**3)
+        return half * x * (one + np.tanh(inner))
+    # erf in float64 (the helper's precision), then back to x's computation dtype
+    cdf = (one + _erf(x * np.asarray(_SQRT_HALF, x.dtype)).astype(x.dtype, copy=False))
+    return half * x * cdf
+
+
+register(
+    "nn.gelu",
+    num_inputs=1,
+    type_rel=_float_unary_rel("nn.gelu"),
+    kernel=_widened(_gelu),
+    pattern=OpPattern.ELEMWISE,
+    attrs=(
+        AttrField("approximate", attr_choice("none", "tanh"), "none",
+                  doc='"none": the exact form with erf; "tanh": the tanh approximation.'),
+    ),
+    doc="Gaussian error linear unit (ONNX Gelu-20): 0.5 * x * (1 + erf(x / sqrt(2))), or "
+    'with approximate="tanh" 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))).',
+)
+
+
+def gelu(data: Any, approximate: str = "none") -> Call:
+    """The Gaussian error linear unit of ``data`` (a float tensor), elementwise.
+
+    ``approximate="none"`` is the exact ``0.5 * x * (1 + erf(x / sqrt(2)))``;
+    ``"tanh"`` is ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``
+    (ONNX ``Gelu``-20 and torch's ``gelu`` with the same attribute).
+    """
+    return make_call("nn.gelu", [data], ["data"], approximate=approximate)
+
+
+def _silu(x: np.ndarray, attrs: Attrs) -> np.ndarray:
+    return x * _sigmoid(x)
+
+
+register(
+    "nn.silu",
+    num_inputs=1,
+    type_rel=_float_unary_rel("nn.silu"),
+    kernel=_widened(_silu),
+    pattern=OpPattern.ELEMWISE,
+    doc="Sigmoid linear unit (Swish with alpha 1): x * sigmoid(x).",
+)
+
+
+def silu(data: Any) -> Call:
+    """``data * sigmoid(data)`` elementwise (a float tensor): SiLU, ONNX ``Swish`` with alpha 1."""
+    return make_call("nn.silu", [data], ["data"])
+
+
+def _hard_swish(x: np.ndarray, attrs: Attrs) -> np.ndarray:
+    gate = np.clip(x * np.asarray(1 / 6, x.dtype) + np.asarray(0.5, x.dtype), 0, 1)
+    return x * gate.astype(x.dtype, copy=False)
+
+
+register(
+    "nn.hard_swish",
+    num_inputs=1,
+    type_rel=_float_unary_rel("nn.hard_swish"),
+    kernel=_widened(_hard_swish),
+    pattern=OpPattern.ELEMWISE,
+    doc="Hard swish (ONNX HardSwish): x * clip(x / 6 + 1 / 2, 0, 1).",
+)
+
+
+def hard_swish(data: Any) -> Call:
+    """``data * clip(data / 6 + 1 / 2, 0, 1)`` elementwise (a float tensor; ONNX ``HardSwish``)."""
+    return make_call("nn.hard_swish", [data], ["data"])
 
 
 def _axis_rel(name: str) -> Callable[[tuple[Type, ...], Attrs], Type]:

@@ -1,6 +1,6 @@
 """Normalization: ``nn.batch_norm`` (inference mode), ``nn.layer_norm``,
-``nn.group_norm``, ``nn.instance_norm`` and ``nn.lrn`` (local response
-normalization across channels).
+``nn.rms_norm``, ``nn.group_norm``, ``nn.instance_norm`` and ``nn.lrn`` (local
+response normalization across channels).
 
 ``nn.batch_norm`` returns a 3-field tuple (output, moving_mean, moving_var)
 as Relay's does; the kernel normalizes with the moving statistics (there is
@@ -17,7 +17,7 @@ import numpy as np
 from ...ir.attrs import Attrs
 from ...ir.dims import Dim
 from ...ir.nodes import Call
-from ...ir.op import REQUIRED, AttrField, OpPattern, attr_bool, attr_float, attr_int
+from ...ir.op import REQUIRED, AttrField, OpPattern, attr_bool, attr_float, attr_int, attr_ints
 from ...ir.types import TensorType, TupleType, Type
 from .._common import (
     FLOAT_DTYPES,
@@ -26,6 +26,8 @@ from .._common import (
     check_dtype,
     make_call,
     match_dims,
+    match_shapes,
+    normalize_axes,
     normalize_axis,
     register,
     result,
@@ -33,7 +35,7 @@ from .._common import (
     tensor_arg,
 )
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "lrn"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "lrn", "rms_norm"]
 
 
 def _attr_epsilon(value: Any, where: str) -> float:
@@ -200,6 +202,83 @@ def layer_norm(
         center=center,
         scale=scale,
     )
+
+
+# -- rms_norm --------------------------------------------------------------------------------
+
+
+def _attr_axes(value: Any, where: str) -> tuple[int, ...]:
+    axes = attr_ints(value, where)
+    if not axes:
+        raise ValueError(f"{where} must name at least one axis, got {value!r}")
+    return axes
+
+
+def _rms_norm_rel(arg_types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "nn.rms_norm"
+    data = tensor_arg(arg_types[0], op, "data")
+    weight = tensor_arg(arg_types[1], op, "weight")
+    check_dtype(data, FLOAT_DTYPES, op, "data")
+    if weight.dtype != data.dtype:
+        raise TypeError(f"{op}: weight has dtype {weight.dtype} but data has {data.dtype}")
+    axes = normalize_axes(attrs["axes"], data.ndim, op, "axes")
+    at_axes = tuple(data.shape[a] for a in axes)
+    if weight.shape == at_axes:
+        return data
+    try:
+        refined = match_shapes(op, "weight's shape and data's shape at axes", weight.shape, at_axes)
+    except ValueError:
+        raise ValueError(
+            f"{op}: weight must have shape {at_axes} (data {data.shape} at axes "
+            f"{attrs['axes']}), got {weight.shape}"
+        ) from None
+    shape = list(data.shape)
+    for a, d in zip(axes, refined, strict=True):
+        shape[a] = d
+    return TensorType(tuple(shape), data.dtype)
+
+
+def _rms_norm_kernel(args: tuple, attrs: Attrs) -> np.ndarray:
+    data, weight = args
+    wide = accumulate_dtype(data.dtype.name)
+    axes = normalize_axes(attrs["axes"], data.ndim, "nn.rms_norm", "axes")
+    x = data.astype(wide, copy=False)
+    ms = np.mean(np.square(x), axis=axes, keepdims=True)
+    # weight's dims follow ``axes`` as given: put them in data's order, then broadcast
+    order = sorted(range(len(axes)), key=axes.__getitem__)
+    w = weight.astype(wide, copy=False).transpose(order)
+    shape = [1] * data.ndim
+    for a in axes:
+        shape[a] = data.shape[a]
+    out = x / np.sqrt(ms + np.asarray(attrs["epsilon"], wide)) * w.reshape(shape)
+    return result(out, data.dtype)
+
+
+register(
+    "nn.rms_norm",
+    num_inputs=2,
+    type_rel=_rms_norm_rel,
+    kernel=_rms_norm_kernel,
+    pattern=OpPattern.OPAQUE,
+    attrs=(
+        AttrField("axes", _attr_axes, (-1,), doc="The axes to normalize over."),
+        AttrField("epsilon", _attr_epsilon, 1e-5, doc="Added to the mean square."),
+    ),
+    doc="Root-mean-square normalization (TVM Relax's rms_norm, ONNX RMSNormalization): "
+    "data / sqrt(mean(data ** 2 over axes) + epsilon) * weight; weight has data's shape "
+    "at axes.",
+)
+
+
+def rms_norm(data: Any, weight: Any, axes: Any = (-1,), epsilon: float = 1e-5) -> Call:
+    """Root-mean-square normalization of ``data`` over ``axes``, scaled by ``weight``.
+
+    ``data / sqrt(mean(data ** 2 over axes) + epsilon) * weight``. ``weight``'s shape is
+    ``data``'s at ``axes``, in the order ``axes`` lists them (as TVM Relax requires);
+    the result has ``data``'s type. Float16 and bfloat16 data are computed in float32.
+    """
+    return make_call("nn.rms_norm", [data, weight], ["data", "weight"], axes=axes,
+                     epsilon=epsilon)
 
 
 # -- group_norm and instance_norm -------------------------------------------------------------
