@@ -6,7 +6,9 @@ rules the context does not disable (the config file's ``[rewrites] disable``, th
 option ``rewrites.disable``) with :func:`irpass.transform.rewrites.apply_rules`: one
 :func:`~irpass.ir.dataflow_pattern.rewrite` walk per round, all rules at once (a node
 tries only the rules its op can match), rounds to a fixed point, at most
-``std.Canonicalize.max_rounds`` of them.
+``std.Canonicalize.max_rounds`` of them (when unset: the option all rule-set passes
+read, ``rewrites.max_rounds``, default 100). Rule sets that a pass of their own
+applies (``RuleSet(..., pass_name=...)``, as SimplifyExpr's ``simplify``) are left out.
 
 Reports: a note on ``ctx.diag`` with the hits per rule (``data``: ``{rule: hits}``),
 also handed to instruments with a ``record_rewrite_hits(pass_name, hits)`` method; an
@@ -23,7 +25,12 @@ from __future__ import annotations
 from irpass.ir import Function, IRModule
 from irpass.ir.dataflow_pattern import DEFAULT_MAX_ROUNDS
 from irpass.transform import ConfigOption, PassContext, function_pass
-from irpass.transform.rewrites import DISABLE_OPTION, enabled_rules, run_rules_in_pass
+from irpass.transform.rewrites import (
+    DISABLE_OPTION,
+    MAX_ROUNDS_OPTION,
+    enabled_rules,
+    run_rules_in_pass,
+)
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ROUNDS", "Canonicalize"]
 
@@ -46,8 +53,12 @@ def Canonicalize(func: Function, mod: IRModule, ctx: PassContext) -> Function:
     rules = enabled_rules(ctx.config.get(DISABLE_OPTION) or ())
     if not rules:
         return func
-    max_rounds = ctx.config.get(MAX_ROUNDS, DEFAULT_MAX_ROUNDS)
+    # its own option when given, else the one every rule-set pass reads
+    key = MAX_ROUNDS if MAX_ROUNDS in ctx.config.explicit else MAX_ROUNDS_OPTION
+    max_rounds = ctx.config.get(key)
+    if max_rounds is None:
+        max_rounds = DEFAULT_MAX_ROUNDS
     if max_rounds < 1:
-        ctx.diag.error(f"{MAX_ROUNDS} must be at least 1, got {max_rounds}")
+        ctx.diag.error(f"{key} must be at least 1, got {max_rounds}")
         return func
     return run_rules_in_pass(func, mod, ctx, rules, max_rounds)

@@ -7,8 +7,12 @@ the pass that needs them, not inside it, so they appear as its preceding
 siblings, as in TVM.
 
 Executions are aggregated by path: the same pass name at the same position in
-the tree is one row, with the number of completed calls. Read the result as
-text with :meth:`PassTimingInstrument.render` or as data with
+the tree is one row, with the number of completed calls. A pass that applies
+rewrite rules (SimplifyExpr, Canonicalize, a rule set's pass) reports how often
+each rule fired (``record_rewrite_hits``, called by
+:func:`irpass.transform.rewrites.report_hits`); the row adds them up over its
+calls and :meth:`~PassTimingInstrument.render` lists them under it. Read the
+result as text with :meth:`PassTimingInstrument.render` or as data with
 :meth:`PassTimingInstrument.timings`; both are emptied when the context the
 instrument served is left (``exit_pass_ctx``), so call them inside the
 ``with`` block::
@@ -21,6 +25,7 @@ instrument served is left (``exit_pass_ctx``), so call them inside the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -41,7 +46,9 @@ class TimingRow(NamedTuple):
     - ``depth``: nesting level, 0 for passes that ran outside any other pass;
     - ``total_ns``: summed wall time of its completed calls, in nanoseconds;
     - ``self_ns``: ``total_ns`` minus the time of the passes nested in those calls;
-    - ``calls``: number of completed calls (0 when every call raised).
+    - ``calls``: number of completed calls (0 when every call raised);
+    - ``hits``: ``(rule, times it fired)`` pairs over those calls, by rule name, for a
+      pass that reports rewrite hits (empty otherwise).
     """
 
     name: str
@@ -49,12 +56,13 @@ class TimingRow(NamedTuple):
     total_ns: int
     self_ns: int
     calls: int
+    hits: tuple[tuple[str, int], ...] = ()
 
 
 class _Node:
     """The aggregate of every execution of one pass at one position in the tree."""
 
-    __slots__ = ("name", "parent", "children", "total_ns", "child_ns", "calls")
+    __slots__ = ("name", "parent", "children", "total_ns", "child_ns", "calls", "hits")
 
     def __init__(self, name: str, parent: _Node | None) -> None:
         self.name = name
@@ -64,6 +72,7 @@ class _Node:
         self.total_ns = 0
         self.child_ns = 0
         self.calls = 0
+        self.hits: dict[str, int] = {}
 
 
 class _Running:
@@ -139,6 +148,16 @@ class PassTimingInstrument(PassInstrument):
         if stack:
             stack[-1].child_ns += elapsed
 
+    def record_rewrite_hits(self, pass_name: str, hits: Mapping[str, int]) -> None:
+        """Add ``hits`` (rule name -> times it fired), reported by the running pass
+        ``pass_name``, to that pass's row."""
+        for entry in reversed(self._stack):
+            if entry.info.name == pass_name:
+                row = entry.node.hits
+                for rule, n in hits.items():
+                    row[rule] = row.get(rule, 0) + n
+                return
+
     # -- results ----------------------------------------------------------------------
     def timings(self) -> list[TimingRow]:
         """The rows, parents before their children, siblings in first-start order.
@@ -151,7 +170,9 @@ class PassTimingInstrument(PassInstrument):
         def visit(node: _Node, depth: int) -> None:
             for child in node.children.values():
                 self_ns = child.total_ns - child.child_ns
-                rows.append(TimingRow(child.name, depth, child.total_ns, self_ns, child.calls))
+                hits = tuple(sorted(child.hits.items()))
+                rows.append(TimingRow(child.name, depth, child.total_ns, self_ns, child.calls,
+                                      hits))
                 visit(child, depth + 1)
 
         visit(self._root, 0)
@@ -162,14 +183,17 @@ class PassTimingInstrument(PassInstrument):
 
         A header line names the columns: the pass name (indented two spaces per
         nesting level), total and self time in microseconds, number of calls and
-        the share of the grand total in percent.
+        the share of the grand total in percent. Under a pass that reported rewrite
+        hits, one line per rule that fired: the rule's name (indented one level
+        more), the times it fired in the Calls column and ``hits`` for a percentage.
         """
         rows = self.timings()
         if not rows:
             return ""
         grand = sum(r.total_ns for r in rows if r.depth == 0)
         names = ["  " * r.depth + r.name for r in rows]
-        width = max(len("Pass"), *(len(n) for n in names))
+        rules = ["  " * (r.depth + 1) + rule for r in rows for rule, _ in r.hits]
+        width = max(len("Pass"), *(len(n) for n in names + rules))
         lines = [f"{'Pass':<{width}}  {'Total us':>12}  {'Self us':>12}  {'Calls':>6}  "
                  f"{'Percent':>7}"]
         for label, r in zip(names, rows, strict=True):
@@ -178,6 +202,10 @@ class PassTimingInstrument(PassInstrument):
                 f"{label:<{width}}  {r.total_ns / 1e3:>12.1f}  {r.self_ns / 1e3:>12.1f}  "
                 f"{r.calls:>6}  {percent:>6.1f}%"
             )
+            indent = "  " * (r.depth + 1)
+            for rule, n in r.hits:
+                lines.append(f"{indent + rule:<{width}}  {'':>12}  {'':>12}  {n:>6}  "
+                             f"{'hits':>7}")
         return "\n".join(lines) + "\n"
 
     def _reset(self) -> None:

@@ -11,27 +11,42 @@ registered it first (``example``); a rule is ``<ruleset>.<rule>``
 (``example.fold_add_zero``). Both kinds of names may be listed in the config file's
 ``[rewrites] disable`` (the PassContext option ``rewrites.disable``).
 
-The driver (:func:`apply_rules`) types the program before each round (as
-``require_type=True`` callbacks do), so callbacks may read ``checked_type``, and checks
-every replacement: a callback that returns
-something that is not an expression, or an expression that does not type-check or
-whose type differs from the matched expression's, stops the rewrite of the function
+The driver (:func:`apply_rules`) runs one of the two walks of
+:mod:`irpass.ir.dataflow_pattern`: TVM's rounds (:func:`~irpass.ir.dataflow_pattern.rewrite`,
+outermost match first; Canonicalize and, by default, rule-set passes) or the greedy
+walk (:func:`~irpass.ir.dataflow_pattern.rewrite_greedy`, innermost first, to a fixed
+point in one walk; ``greedy=True``, as std's SimplifyExpr runs its rule set). The
+program is typed (before each round, or once and kept typed by the greedy walk), so
+callbacks may read ``checked_type``, and every replacement is checked: a callback that
+returns something that is not an expression, or an expression that does not type-check
+or whose type differs from the matched expression's, stops the rewrite of the function
 with an error naming the rule and its plugin (the module is left unchanged). Rules
-that are still firing after ``max_rounds`` rounds are reported by name and left out,
-and the others are applied without them.
+that are still firing after ``max_rounds`` rounds (greedy: rewrites at one node) are
+reported by name and left out, and the others are applied without them. The bound is
+the config option ``rewrites.max_rounds`` for every rule-set pass.
+
+A rule set that a pass of its own applies names it (``RuleSet(..., pass_name=...)``):
+Canonicalize leaves it out, ``[rewrites] disable`` still reaches its rules.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IRPassError
-from ..ir.dataflow_pattern import DEFAULT_MAX_ROUNDS, DFPatternCallback, RewriteLimitError, rewrite
-from ..ir.expr import Expr
+from ..ir.dataflow_pattern import (
+    DEFAULT_MAX_ROUNDS,
+    DFPatternCallback,
+    RewriteLimitError,
+    RewriteTypeError,
+    rewrite,
+    rewrite_greedy,
+)
+from ..ir.expr import Expr, set_checked_type
 from ..ir.nodes import Function
 from ..ir.structural import structural_equal
 from .config import register_config_option
@@ -43,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DISABLE_OPTION",
+    "MAX_ROUNDS_OPTION",
     "RewriteResult",
     "Rule",
     "RuleFailure",
@@ -51,6 +67,7 @@ __all__ = [
     "apply_rules",
     "enabled_rules",
     "list_rule_sets",
+    "run_rule_set",
 ]
 
 #: The PassContext option that the config file's ``[rewrites] disable`` fills in.
@@ -59,6 +76,18 @@ DISABLE_OPTION = "rewrites.disable"
 register_config_option(
     DISABLE_OPTION, (list, tuple), None,
     "rule sets and rules (<ruleset>.<rule>) Canonicalize and rule-set passes leave out",
+)
+
+#: The PassContext option bounding the rewrites of every rule-set pass: rounds of the
+#: rounds walk, rewrites at one node of the greedy walk (Canonicalize's own
+#: ``std.Canonicalize.max_rounds`` wins for it when set).
+MAX_ROUNDS_OPTION = "rewrites.max_rounds"
+
+register_config_option(
+    MAX_ROUNDS_OPTION, int, None,
+    f"rule-set passes (SimplifyExpr, Canonicalize, RuleSet.as_pass): rewrite rounds per "
+    f"function (greedy walk: rewrites at one node) before the rules still firing are left "
+    f"out (default {DEFAULT_MAX_ROUNDS})",
 )
 
 # a rule set or rule name: no dots (a dot separates the two), no spaces
@@ -99,7 +128,8 @@ class RuleSet:
         RuleSet("example", [Rule("fold_add_zero", FoldAddZero())], doc="toy rules")
     """
 
-    def __init__(self, name: str, rules: Iterable[Rule | DFPatternCallback], doc: str = "") -> None:
+    def __init__(self, name: str, rules: Iterable[Rule | DFPatternCallback], doc: str = "",
+                 pass_name: str | None = None) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
             raise ValueError(f"RuleSet: name must be a word of letters, digits, _ or - "
                              f"(no dots), got {name!r}")
@@ -116,32 +146,36 @@ class RuleSet:
         if dup:
             raise ValueError(f"RuleSet {name!r}: rule names must be unique, repeated: "
                              f"{', '.join(dup)}")
+        if pass_name is not None and not isinstance(pass_name, str):
+            raise TypeError(f"RuleSet {name!r}: pass_name must be a pass name or None, "
+                            f"got {pass_name!r}")
         self.name = name
         self.rules: tuple[Rule, ...] = tuple(made)
         self.doc = doc
+        #: The pass that applies this rule set by itself, if one does (Canonicalize
+        #: then leaves it out).
+        self.pass_name = pass_name
 
     def rule_names(self) -> list[str]:
         """The full names of the rules, ``<ruleset>.<rule>``."""
         return [f"{self.name}.{r.name}" for r in self.rules]
 
     def as_pass(self, opt_level: int = 0, name: str | None = None,
-                max_rounds: int = DEFAULT_MAX_ROUNDS) -> Pass:
+                max_rounds: int = DEFAULT_MAX_ROUNDS, greedy: bool = False) -> Pass:
         """This rule set as a function pass of its own (default name: ``Rewrite_<name>``).
 
         The pass applies the rules the context does not disable (``rewrites.disable``)
-        as :func:`apply_rules` does; it requires ``InferType``. Its plugin in messages
-        is the rule set's registered owner, else ``"code"``.
+        with :func:`run_rule_set`: TVM's rounds, or the greedy walk when ``greedy``; at
+        most ``max_rounds`` of them unless the option ``rewrites.max_rounds`` says
+        otherwise. It requires ``InferType``. Its plugin in messages is the rule set's
+        registered owner, else ``"code"``.
         """
         from .decorators import function_pass
 
         ruleset = self
 
         def transform(func: Function, mod: IRModule, ctx: PassContext) -> Function:
-            owner = _owner_of(ruleset)
-            rules = [(full, owner, rule) for full, rule in zip(ruleset.rule_names(),
-                                                             ruleset.rules, strict=True)]
-            rules = _filter(rules, ctx.config.get(DISABLE_OPTION) or ())
-            return run_rules_in_pass(func, mod, ctx, rules, max_rounds)
+            return run_rule_set(ruleset, func, mod, ctx, max_rounds=max_rounds, greedy=greedy)
 
         transform.__doc__ = f"apply the rewrite rules of rule set {self.name!r}"
         return function_pass(transform, opt_level=opt_level,
@@ -173,11 +207,44 @@ def _owner_of(ruleset: RuleSet) -> str:
 
 def enabled_rules(disable: Iterable[str] = ()) -> list[tuple[str, str, Rule]]:
     """``(full name, plugin, rule)`` of every registered rule not disabled by name
-    (a rule set's name or a rule's full name), rule sets by name, rules in order."""
+    (a rule set's name or a rule's full name), rule sets by name, rules in order;
+    rule sets that a pass of their own applies (``pass_name``) are left out."""
     rules = [(full, entry.owner, rule)
-             for entry in list_rule_sets().values()
+             for entry in list_rule_sets().values() if entry.ruleset.pass_name is None
              for full, rule in zip(entry.ruleset.rule_names(), entry.ruleset.rules, strict=True)]
     return _filter(rules, disable)
+
+
+def max_rounds_of(ctx: PassContext, default: int = DEFAULT_MAX_ROUNDS) -> int | None:
+    """The bound on rewrites from ``ctx`` (``rewrites.max_rounds``, else ``default``);
+    None after reporting an error on ``ctx.diag`` when it is below 1."""
+    value = ctx.config.get(MAX_ROUNDS_OPTION)
+    bound = default if value is None else value
+    if bound < 1:
+        ctx.diag.error(f"{MAX_ROUNDS_OPTION} must be at least 1, got {bound}")
+        return None
+    return bound
+
+
+def run_rule_set(ruleset: RuleSet, func: Function, mod: IRModule, ctx: PassContext, *,
+                 max_rounds: int = DEFAULT_MAX_ROUNDS, greedy: bool = False,
+                 options: Mapping[str, Any] | None = None, owner: str | None = None) -> Function:
+    """The body of a pass that applies one rule set: the rules of ``ruleset`` that
+    ``ctx`` does not disable, applied to ``func`` by :func:`run_rules_in_pass`.
+
+    ``max_rounds`` is the bound unless ``ctx`` sets ``rewrites.max_rounds``;
+    ``options`` reach the callbacks as ``rewrite_context().options``; ``owner``
+    names the plugin in messages (default: the rule set's registered owner, else
+    ``"code"``).
+    """
+    disable = ctx.config.get(DISABLE_OPTION) or ()
+    bound = max_rounds_of(ctx, max_rounds)
+    if bound is None:
+        return func
+    who = owner if owner is not None else _owner_of(ruleset)
+    rules = _filter([(full, who, rule) for full, rule in zip(ruleset.rule_names(),
+                                                           ruleset.rules, strict=True)], disable)
+    return run_rules_in_pass(func, mod, ctx, rules, bound, greedy=greedy, options=options)
 
 
 _Rules = list[tuple[str, str, Rule]]
@@ -215,10 +282,11 @@ _Deferred = list[tuple[str, str, Expr, Expr]]
 
 class _Counted(DFPatternCallback):
     """A rule's callback, counted and checked (subclassed per rule, named after it, so
-    the messages of :func:`rewrite` name the rule)."""
+    the messages of the drivers name the rule). ``deferred`` is None for the greedy
+    walk, which types and checks replacements itself."""
 
     def __init__(self, full: str, owner: str, rule: Rule, hits: Counter[str],
-                 deferred: _Deferred) -> None:
+                 deferred: _Deferred | None) -> None:
         inner = rule.callback
         # Typed rounds always: replacements are checked against the type of what they
         # replace, and callbacks may read checked_type on ``pre`` in every round.
@@ -238,7 +306,9 @@ class _Counted(DFPatternCallback):
         if not isinstance(out, Expr):
             raise RuleFailure(f"{_who(self.full, self.owner)} returned {type(out).__name__} "
                               f"{out!r:.60}, not an expression", self.full, pre)
-        if pre._checked_type is not None:
+        if self.deferred is None:
+            pass  # the greedy walk types it and compares
+        elif pre._checked_type is not None:
             if out._checked_type is not None:
                 _compare(self.full, self.owner, pre, out, out._checked_type)
             else:
@@ -285,15 +355,30 @@ def _blame(deferred: _Deferred, exc: Exception) -> RuleFailure:
                        f"{exc}", deferred[0][0] if deferred else "?")
 
 
+# One _Counted subclass per rule name, made once: its __qualname__ names the rule.
+_COUNTED_CLASSES: dict[str, type[_Counted]] = {}
+
+
+def _counted(full: str) -> type[_Counted]:
+    cls = _COUNTED_CLASSES.get(full)
+    if cls is None:
+        cls = _COUNTED_CLASSES[full] = type(full, (_Counted,), {"__qualname__": full})
+    return cls
+
+
 def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
                 mod: IRModule | None = None,
-                max_rounds: int = DEFAULT_MAX_ROUNDS) -> RewriteResult:
-    """Rewrite ``func``'s body with ``rules`` (``(full name, plugin, rule)`` each) in one
-    greedy :func:`~irpass.ir.dataflow_pattern.rewrite` walk per round, to a fixed point.
+                max_rounds: int = DEFAULT_MAX_ROUNDS, *, greedy: bool = False,
+                options: Mapping[str, Any] | None = None) -> RewriteResult:
+    """Rewrite ``func``'s body with ``rules`` (``(full name, plugin, rule)`` each), all
+    rules in one walk: :func:`~irpass.ir.dataflow_pattern.rewrite`'s rounds to a fixed
+    point, or with ``greedy`` one :func:`~irpass.ir.dataflow_pattern.rewrite_greedy`
+    walk (``options`` reach the callbacks as ``rewrite_context().options``).
 
-    The program is typed before each round. Raises :class:`RuleFailure` for a bad
-    replacement (not an expression, ill-typed, of another type than what it replaced).
-    Rules still firing after ``max_rounds`` rounds are left out and the walk runs again
+    The program is typed before each round (greedy: kept typed). Raises
+    :class:`RuleFailure` for a bad replacement (not an expression, ill-typed, of
+    another type than what it replaced). Rules still firing after ``max_rounds``
+    rounds (greedy: rewrites at one node) are left out and the walk runs again
     without them (their names are in ``non_converging``). ``func`` should be typed
     (InferType) so that the first round's replacements are checked too.
     """
@@ -304,10 +389,22 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
     while active:
         hits: Counter[str] = Counter()
         deferred: _Deferred = []
-        callbacks = [type(full, (_Counted,), {"__qualname__": full})(
-            full, owner, rule, hits, deferred) for full, owner, rule in active]
+        callbacks = [_counted(full)(full, owner, rule, hits, None if greedy else deferred)
+                     for full, owner, rule in active]
         try:
-            body = rewrite(callbacks, func.body, mod, max_rounds=max_rounds)
+            if greedy:
+                body = rewrite_greedy(callbacks, func.body, mod, max_rounds, options)
+            else:
+                body = rewrite(callbacks, func.body, mod, max_rounds=max_rounds, options=options)
+        except RewriteTypeError as exc:
+            cb = exc.callback
+            assert isinstance(cb, _Counted)
+            if exc.kind == "ill-typed":
+                message = f"{_who(cb.full, cb.owner)} built an ill-typed replacement: {exc.detail}"
+            else:
+                message = (f"{_who(cb.full, cb.owner)} changed the type of the matched "
+                           f"expression {exc.detail}")
+            raise RuleFailure(message, cb.full, exc.expr) from exc
         except RewriteLimitError as exc:
             stuck = [cb.full for cb in exc.callbacks if isinstance(cb, _Counted)]
             if not stuck:  # cannot tell which: leave out every rule that fired
@@ -321,6 +418,10 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
                 raise
             raise _blame(deferred, exc) from exc  # a round's typing failed
         result.hits = hits
+        if greedy:
+            if body is not func.body:
+                result.func = _typed_function(func, body, mod)
+            return result
         # a round that changed nothing still rebuilds: keep func itself when no rule fired
         if hits and body is not func.body:
             new = Function(func.params, body, func.ret_type, func.attrs)
@@ -338,28 +439,43 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
     return result
 
 
+def _typed_function(func: Function, body: Expr, mod: IRModule | None) -> Function:
+    """``func`` with ``body``, a body the greedy walk typed, typed as ``func`` is (the
+    walk keeps types); typed by ``infer_type`` if some node of it is not."""
+    from ..ir.type_infer import infer_type
+
+    new = Function._unchecked(func.params, body, func.ret_type, func.attrs)
+    if body._checked_type is None or func._checked_type is None:
+        return infer_type(new, mod)
+    set_checked_type(new, func._checked_type)
+    return new
+
+
 def run_rules_in_pass(func: Function, mod: IRModule, ctx: PassContext,
-                      rules: Sequence[tuple[str, str, Rule]], max_rounds: int) -> Function:
-    """The body of Canonicalize and of rule-set passes: apply ``rules`` to ``func`` and
-    report to ``ctx.diag`` (an error for a bad rule: the pass fails and the module is
-    left unchanged; a warning naming the rules that never reached a fixed point) and
-    the per-rule hits (:func:`report_hits`)."""
+                      rules: Sequence[tuple[str, str, Rule]], max_rounds: int, *,
+                      greedy: bool = False, options: Mapping[str, Any] | None = None
+                      ) -> Function:
+    """The body of Canonicalize and of rule-set passes: apply ``rules`` to ``func``
+    (:func:`apply_rules`) and report to ``ctx.diag`` (an error for a bad rule: the pass
+    fails and the module is left unchanged; a warning naming the rules that never
+    reached a fixed point) and the per-rule hits (:func:`report_hits`)."""
     from ..ir.type_infer import infer_type
 
     if not rules:
         return func
     typed = func
-    if func.body._checked_type is None:
+    if func.body._checked_type is None or func._checked_type is None or func.ret_type is None:
         typed = infer_type(func, mod)
     try:
-        result = apply_rules(typed, rules, mod, max_rounds)
+        result = apply_rules(typed, rules, mod, max_rounds, greedy=greedy, options=options)
     except RuleFailure as exc:
         ctx.diag.error(str(exc), expr=exc.expr)
         return func
     if result.non_converging:
         owners = {full: owner for full, owner, _ in rules}
         named = ", ".join(f"{n} (plugin {owners.get(n, '?')!r})" for n in result.non_converging)
-        ctx.diag.warning(f"rewrite rules still firing after {max_rounds} rounds, left out: "
+        bound = f"{max_rounds} rewrites at one node" if greedy else f"{max_rounds} rounds"
+        ctx.diag.warning(f"rewrite rules still firing after {bound}, left out: "
                          f"{named}; the other rules were applied")
     report_hits(ctx, result.hits)
     return func if result.func is typed else result.func

@@ -4,7 +4,10 @@ Patterns describe pieces of dataflow (``is_op("multiply")(wildcard(), is_expr(on
 :meth:`DFPattern.match` tests one expression, :func:`rewrite` replaces every match by
 what a :class:`DFPatternCallback` returns (to a fixed point), :meth:`DFPattern.partition`
 turns every match into a call of a new function. Names and semantics follow TVM's (see
-:mod:`.matcher` for matching, :mod:`.rewrite` for grouping, rewriting and partitioning)::
+:mod:`.matcher` for matching, :mod:`.rewrite` for grouping, rewriting and partitioning).
+:func:`rewrite_greedy` applies the same callbacks as MLIR's greedy driver does (one
+bottom-up walk, innermost matches first, see :mod:`.greedy`); callbacks that need the
+program around their match (use counts, options) ask :func:`rewrite_context`::
 
     from irpass.ir.dataflow_pattern import DFPatternCallback, is_constant, rewrite, wildcard
 
@@ -18,6 +21,8 @@ turns every match into a call of a new function. Names and semantics follow TVM'
             return node_map[self.x][0]
 """
 
+from .context import RewriteContext, rewrite_context
+from .greedy import RewriteTypeError, rewrite_greedy
 from .matcher import match
 from .pattern import (
     AltPattern,
@@ -76,7 +81,9 @@ __all__ = [
     "IfPattern",
     "LetPattern",
     "PARTITIONED_FROM_PATTERN",
+    "RewriteContext",
     "RewriteLimitError",
+    "RewriteTypeError",
     "ShapePattern",
     "TupleGetItemPattern",
     "TuplePattern",
@@ -99,5 +106,7 @@ __all__ = [
     "match",
     "partition",
     "rewrite",
+    "rewrite_context",
+    "rewrite_greedy",
     "wildcard",
 ]

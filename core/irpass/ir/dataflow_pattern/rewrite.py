@@ -13,8 +13,10 @@ program's graph per round:
    group root the callback (or the partition function call) replaces it.
 
 ``rewrite`` indexes the callbacks by the op at their pattern's root, so a node tries
-only the callbacks that can match it (and those whose root is not an op call): a round
-costs O(nodes x pattern size). Both sweeps are loops over a post-order list: any depth.
+only the callbacks that can match it (and those whose root is not an op call), after
+their quick tests (:mod:`.index`): a round costs O(nodes x pattern size). Both sweeps
+are loops over a post-order list: any depth. The greedy driver of :mod:`.greedy` applies
+the same callbacks innermost first, in one walk.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from ..gcpause import gc_paused
 from ..module import IRModule
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
-from .matcher import Graph, Matcher, inputs_of, pattern_op_name, type_of
+from .context import RewriteContext, enter, leave
+from .index import RuleIndex
+from .matcher import Graph, Matcher, inputs_of, type_of
 from .pattern import (
     AltPattern,
-    AttrPattern,
     CallPattern,
     ConstantPattern,
     DataTypePattern,
@@ -143,48 +146,6 @@ def pattern_order(pattern: DFPattern) -> list[DFPattern]:
 def _reads_types(pattern: DFPattern) -> bool:
     return any(type(p) in (TypePattern, DataTypePattern, ShapePattern)
                for p in pattern_order(pattern))
-
-
-def root_ops(p: DFPattern) -> frozenset[str] | None:
-    """The op names a call matched by ``p`` at its root can have; None when ``p`` can
-    match other nodes (or calls of anything), so it must be tried everywhere."""
-    t = type(p)
-    if t is CallPattern:
-        name = pattern_op_name(p)
-        if name is None:
-            callee = p.op
-            ops = _callee_ops(callee)
-            return ops
-        names = {name}
-        args = p.args or ()
-        # TVM's re-association lets divide/multiply patterns match the other op.
-        if name == "divide" and args and pattern_op_name(args[0]) == "multiply":
-            names.add("multiply")
-        if name == "multiply" and any(pattern_op_name(a) == "divide" for a in args):
-            names.add("divide")
-        return frozenset(names)
-    if t is AltPattern:
-        left, right = root_ops(p.left), root_ops(p.right)
-        if left is None or right is None:
-            return None
-        return left | right
-    if t in (AttrPattern, TypePattern, DataTypePattern, ShapePattern):
-        return root_ops(p.pattern)
-    if t is DominatorPattern:
-        return root_ops(p.child)
-    return None
-
-
-def _callee_ops(callee: DFPattern) -> frozenset[str] | None:
-    t = type(callee)
-    if t is ExprPattern and type(callee.expr) is Op:
-        return frozenset({callee.expr.name})
-    if t is AttrPattern:
-        return _callee_ops(callee.pattern)
-    if t is AltPattern:
-        left, right = _callee_ops(callee.left), _callee_ops(callee.right)
-        return None if left is None or right is None else left | right
-    return None
 
 
 # -- grouping -----------------------------------------------------------------------------
@@ -358,33 +319,6 @@ def _rebuild(graph: Graph, groups: dict[Expr, _Group],
 # -- rewrite ------------------------------------------------------------------------------
 
 
-class _Index:
-    """The callbacks by the op at their pattern's root, in their given order."""
-
-    def __init__(self, callbacks: Sequence[DFPatternCallback]) -> None:
-        self.by_op: dict[str, list[tuple[int, DFPatternCallback]]] = {}
-        self.generic: list[tuple[int, DFPatternCallback]] = []
-        for i, cb in enumerate(callbacks):
-            names = root_ops(cb.pattern)  # type: ignore[arg-type]
-            if names is None:
-                self.generic.append((i, cb))
-            else:
-                for name in names:
-                    self.by_op.setdefault(name, []).append((i, cb))
-        self.generic_only = [cb for _, cb in self.generic]
-        self._merged: dict[str, list[DFPatternCallback]] = {}
-
-    def candidates(self, node: Expr) -> list[DFPatternCallback]:
-        if type(node) is Call and type(node.op) is Op:
-            name = node.op.name
-            merged = self._merged.get(name)
-            if merged is None:
-                pairs = sorted(self.by_op.get(name, []) + self.generic, key=lambda pair: pair[0])
-                merged = self._merged[name] = [cb for _, cb in pairs]
-            return merged
-        return self.generic_only
-
-
 def _check_callbacks(callbacks: Any) -> list[DFPatternCallback]:
     if isinstance(callbacks, DFPatternCallback):
         callbacks = [callbacks]
@@ -407,6 +341,7 @@ def rewrite(
     expr: Expr,
     mod: IRModule | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    options: Mapping[str, Any] | None = None,
 ) -> Expr:
     """Rewrite ``expr`` with ``callbacks`` until it stops changing; return the result.
 
@@ -421,6 +356,9 @@ def rewrite(
     callback's replacement creates is found in the next round, which for
     ``rewrite_once`` callbacks means not at all. Patterns with type constraints get
     the program typed once per round (errors ignored: untyped nodes do not match).
+    A round in which no node passes a candidate's quick test (:mod:`.index`) returns
+    the program as it is, without building anything. ``options`` are handed to the
+    callbacks as ``rewrite_context().options`` (:mod:`.context`).
     ``expr`` itself is never changed. Raises :class:`RewriteLimitError` naming the
     callbacks still firing after ``max_rounds`` rounds, and ``TypeError`` naming the
     callback when one returns something that is not an expression.
@@ -435,10 +373,13 @@ def rewrite(
         raise ValueError(f"rewrite: max_rounds must be an int >= 1, got {max_rounds!r}")
     current = expr
     rounds = 0
+    index = RuleIndex(cbs)
     while True:
         active = [cb for cb in cbs if rounds == 0 or not cb.rewrite_once]
         if not active:
             return current
+        if rounds == 1 and len(active) < len(cbs):
+            index = RuleIndex(active)
         if any(cb.require_type for cb in active):
             current = infer_type(current, mod)
         elif current._checked_type is None and any(_reads_types(cb.pattern) for cb in active):
@@ -450,8 +391,10 @@ def rewrite(
                 pass  # untyped programs: the type patterns just do not match
         # The round's tables (graph, memo, groups) die inside the pause, so the
         # collection that ends it scans only what the round keeps (irpass.ir.gcpause).
+        if not index.may_fire(current):
+            return current
         with gc_paused():
-            new, fired = _rewrite_round(current, active)
+            new, fired = _rewrite_round(current, index, mod, options)
         rounds += 1
         if new is current or structural_equal(new, current):
             return new
@@ -466,10 +409,9 @@ def rewrite(
             )
 
 
-def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]
-                   ) -> tuple[Expr, list[DFPatternCallback]]:
+def _rewrite_round(expr: Expr, index: RuleIndex, mod: IRModule | None,
+                   options: Mapping[str, Any] | None) -> tuple[Expr, list[DFPatternCallback]]:
     graph = Graph(expr)
-    index = _Index(callbacks)
     matcher = Matcher(graph)
     claimed: dict[Expr, Expr] = {}
     groups: dict[Expr, _Group] = {}
@@ -479,7 +421,9 @@ def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]
         node = order[i]
         if node in claimed or _pre_partitioned(node, skip):
             continue
-        for cb in index.candidates(node):
+        for cb, test in index.candidates(node):
+            if test is not None and not test(node):
+                continue
             if matcher.match(cb.pattern, node):  # type: ignore[arg-type]
                 group = _make_group(matcher, cb.pattern, node, graph, claimed, cb)  # type: ignore[arg-type]
                 if group is not None:
@@ -505,7 +449,12 @@ def _rewrite_round(expr: Expr, callbacks: list[DFPatternCallback]
 
     if not groups:
         return expr, fired
-    return _rebuild(graph, groups, at_root), fired
+    uses = graph.uses
+    token = enter(RewriteContext(lambda e: uses.get(e, 0), mod, options))
+    try:
+        return _rebuild(graph, groups, at_root), fired
+    finally:
+        leave(token)
 
 
 # -- partition ----------------------------------------------------------------------------
