@@ -1,8 +1,17 @@
 """Emitters of the ``nn.*`` ops. ONNX wants channels-first data and OIHW weights: other
 layouts get ``Transpose`` nodes around the op (constant weights are transposed here instead,
-so they cost no node)."""
+so they cost no node).
+
+The fused activations and ``nn.rms_norm`` are one ONNX node from the opset that has it
+(``HardSwish`` 14, ``Gelu`` 20, ``RMSNormalization`` 23 when the axes are a trailing run,
+``Swish`` 24) and the fewest older nodes before: ``x * HardSigmoid(x)``, ``x * Sigmoid(x)``,
+the tanh GELU as ``x * Sigmoid(2z)`` (``(1 + tanh(z)) / 2`` is ``sigmoid(2z)``: 6 nodes, not
+9). The decompositions that sum or call ``Erf`` compute float16 and bfloat16 in float32 as
+the core ops do (the squares of an RMS norm would overflow float16 first)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -457,3 +466,93 @@ def _lrn(ctx: EmitContext) -> str:
     y = ctx.emit("LRN", [x], size=int(a["size"]), alpha=float(a["alpha"]),
                  beta=float(a["beta"]), bias=float(a["bias"]))
     return ctx.transpose(y, undo)
+
+
+# -- fused activations and RMS normalization ----------------------------------------------------
+
+_WIDEN = {"float16": "float32", "bfloat16": "float32"}
+
+
+def _reduce_mean(ctx: EmitContext, x: str, axes: list[int]) -> str:
+    if ctx.opset >= 18:
+        return ctx.emit("ReduceMean", [x, ctx.int64s(axes, "axes")], keepdims=1)
+    return ctx.emit("ReduceMean", [x], axes=axes, keepdims=1)
+
+
+@emitter("nn.gelu")
+def _gelu(ctx: EmitContext) -> str:
+    approximate = ctx.attrs["approximate"]
+    x = ctx.input(0)
+    if ctx.opset >= 20:
+        return ctx.emit("Gelu", [x], approximate=None if approximate == "none" else approximate)
+    dtype = ctx.type_of(0).dtype
+    work = _WIDEN.get(dtype, dtype)
+    if work != dtype:
+        x = ctx.cast(x, work)
+
+    def c(value: float) -> str:
+        return ctx.constant(np.array(value, work))
+
+    if approximate == "tanh":
+        # 0.5 * x * (1 + tanh(k * (x + 0.044715 x^3))) = x * sigmoid(x * (2k + 2k * 0.044715 x^2))
+        a = 2 * math.sqrt(2 / math.pi)
+        poly = ctx.emit("Add", [ctx.emit("Mul", [ctx.emit("Mul", [x, x]), c(a * 0.044715)]),
+                                c(a)])
+        y = ctx.emit("Mul", [x, ctx.emit("Sigmoid", [ctx.emit("Mul", [x, poly])])])
+    else:  # x/2 + x/2 * erf(x / sqrt(2))
+        half = ctx.emit("Mul", [x, c(0.5)])
+        erf = ctx.emit("Erf", [ctx.emit("Mul", [x, c(1 / math.sqrt(2))])])
+        y = ctx.emit("Add", [half, ctx.emit("Mul", [half, erf])])
+    return y if work == dtype else ctx.cast(y, dtype)
+
+
+@emitter("nn.silu")
+def _silu(ctx: EmitContext) -> str:
+    x = ctx.input(0)
+    if ctx.opset >= 24:
+        return ctx.emit("Swish", [x])
+    return ctx.emit("Mul", [x, ctx.emit("Sigmoid", [x])])
+
+
+@emitter("nn.hard_swish")
+def _hard_swish(ctx: EmitContext) -> str:
+    x = ctx.input(0)
+    if ctx.opset >= 14:
+        return ctx.emit("HardSwish", [x])
+    return ctx.emit("Mul", [x, ctx.emit("HardSigmoid", [x], alpha=1 / 6, beta=0.5)])
+
+
+@emitter("nn.rms_norm")
+def _rms_norm(ctx: EmitContext) -> str:
+    shape = ctx.type_of(0).shape
+    ndim = len(shape)
+    dtype = ctx.type_of(0).dtype
+    given = [a % ndim for a in ctx.attrs["axes"]]
+    axes = sorted(given)
+    eps = ctx.attrs["epsilon"]
+    trailing = axes == list(range(ndim - len(axes), ndim))
+    work = dtype if ctx.opset >= 23 and trailing else _WIDEN.get(dtype, dtype)
+    # the weight's dims follow the axes as given: ONNX wants them in data order, broadcasting
+    # along the other axes (a constant is rearranged here, costing no node)
+    order = [given.index(a) for a in axes]
+    wshape = [shape[a] if a in axes else 1 for a in range(axes[0], ndim)]
+    wdata = ctx.const(1)
+    if wdata is None:
+        w = ctx.transpose(ctx.input(1), order)
+        if not trailing:
+            w = ctx.reshape(w, wshape)
+        if work != dtype:
+            w = ctx.cast(w, work)
+    elif order == sorted(order) and trailing and work == dtype:
+        w = ctx.input(1)
+    else:
+        w = ctx.constant(np.reshape(np.transpose(wdata, order), wshape).astype(work),
+                         hint="weight")
+    if ctx.opset >= 23 and trailing:
+        return ctx.emit("RMSNormalization", [ctx.input(0), w], axis=axes[0], epsilon=eps,
+                        stash_type=11 if dtype == "float64" else None)
+    x = ctx.input(0) if work == dtype else ctx.cast(ctx.input(0), work)
+    ms = _reduce_mean(ctx, ctx.emit("Mul", [x, x]), axes)
+    rms = ctx.emit("Sqrt", [ctx.emit("Add", [ms, ctx.constant(np.array(eps, work))])])
+    y = ctx.emit("Mul", [ctx.emit("Div", [x, rms]), w])
+    return y if work == dtype else ctx.cast(y, dtype)

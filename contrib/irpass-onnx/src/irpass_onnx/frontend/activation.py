@@ -1,5 +1,6 @@
 """ONNX activations without a core op of their own, decomposed into core ops: HardSigmoid,
-HardSwish, Mish, Celu, ThresholdedRelu, Shrink, Softsign, Swish, SwiGLU and Hardmax.
+Mish, Celu, ThresholdedRelu, Shrink, Softsign, Swish (but with alpha 1, ``nn.silu``), SwiGLU
+and Hardmax; and HardSwish, which is ``nn.hard_swish``.
 
 Every opset version of each is covered; the versions differ in the dtypes they allow (which
 the core ops check) except Hardmax, whose versions before 13 coerce the input to 2-D at
@@ -65,9 +66,8 @@ def _hard_sigmoid(ctx: NodeContext) -> Expr:
 
 @converter("HardSwish", since=14)
 def _hard_swish(ctx: NodeContext) -> Expr:
-    # x * HardSigmoid(x) with alpha = 1/6, beta = 0.5
-    x, work, dtype = _widened(ctx)
-    return _narrowed(call("multiply", x, _clip01(_affine(x, 1 / 6, 0.5, work))), work, dtype)
+    _float_type(ctx, 0)
+    return call("nn.hard_swish", ctx.input(0))
 
 
 def _softplus(x: Expr, dtype: str) -> Expr:
@@ -150,8 +150,12 @@ def _swish(x: Expr, alpha: float, dtype: str) -> Expr:
 
 @converter("Swish", since=24)
 def _swish_op(ctx: NodeContext) -> Expr:
+    alpha = _float_attr(ctx, "alpha", 1.0)
+    if alpha == 1.0:  # SiLU
+        _float_type(ctx, 0)
+        return call("nn.silu", ctx.input(0))
     x, work, dtype = _widened(ctx)
-    return _narrowed(_swish(x, _float_attr(ctx, "alpha", 1.0), work), work, dtype)
+    return _narrowed(_swish(x, alpha, work), work, dtype)
 
 
 @converter("SwiGLU", since=28)

@@ -623,17 +623,8 @@ def _softplus(ctx: NodeContext) -> Expr:
 
 @converter("Gelu", since=20)
 def _gelu(ctx: NodeContext) -> Expr:
-    dtype = _float_type(ctx, 0).dtype
-    x = ctx.input(0)
+    _float_type(ctx, 0)
     approximate = ctx.attr("approximate", "none")
-    half, one = scalar(0.5, dtype), scalar(1.0, dtype)
-    if approximate == "none":
-        inner = call("erf", call("multiply", x, scalar(1 / math.sqrt(2.0), dtype)))
-    elif approximate == "tanh":
-        cube = call("multiply", call("multiply", x, x), x)
-        poly = call("add", x, call("multiply", scalar(0.044715, dtype), cube))
-        inner = call("tanh", call("multiply", scalar(math.sqrt(2.0 / math.pi), dtype), poly))
-    else:
+    if approximate not in ("none", "tanh"):
         ctx.fail(f"approximate={approximate!r} is not 'none' or 'tanh'")
-    return call("multiply", call("multiply", half, x), call("add", one, inner))
-
+    return call("nn.gelu", ctx.input(0), approximate=approximate)

@@ -1,11 +1,16 @@
 """Converters of the ONNX transformer-era ops: Attention, RotaryEmbedding, RMSNormalization,
 GroupNormalization, LinearAttention, SwiGLU and CausalConvWithState.
 
-Each is decomposed into core ops, as TVM's ONNX frontend does (``nn.group_norm`` is the one
-core op among them): masks that depend only on shapes (causal, sliding windows, padding of a
-short mask) are computed at import as constants; those that depend on ``nonpad_kv_seqlen``
-stay run-time expressions. The recurrences (LinearAttention) are unrolled over their static
-number of steps, as TVM unrolls RNNs.
+Where the node maps onto a fused core op it becomes that op: GroupNormalization is
+``nn.group_norm``; RMSNormalization ``nn.rms_norm`` (a scale broadcasting to the normalized
+shape, the stash type the op computes in); Attention ``nn.attention`` in its 4-D form without
+a key/value cache, ``nonpad_kv_seqlen``, softcap, sliding window or the ``qk_matmul_output``
+output (a short mask is padded); RotaryEmbedding ``nn.rotary_embedding`` when it rotates the
+whole head (the half-width caches, gathered at ``position_ids``, made full width). The rest
+is decomposed into core ops, as TVM's ONNX frontend does: masks that depend only on shapes
+(causal, sliding windows, padding of a short mask) are computed at import as constants; those
+that depend on ``nonpad_kv_seqlen`` stay run-time expressions. The recurrences
+(LinearAttention) are unrolled over their static number of steps, as TVM unrolls RNNs.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ __all__: list[str] = []
 _FLOATS = ("float16", "float32", "float64", "bfloat16")
 #: ``softmax_precision`` values (a TensorProto element type) and the dtypes they name.
 _PRECISIONS = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
+#: The dtype the fused core ops (``nn.rms_norm``, ``nn.attention``) compute a dtype in.
+_COMPUTED_IN = {"float16": "float32", "bfloat16": "float32"}
 
 
 def _typed(value: object, dtype: str) -> Constant:
@@ -81,15 +88,39 @@ def _group_norm(ctx: NodeContext) -> Expr:
                 epsilon=float(ctx.attr("epsilon", 1e-5)))
 
 
+def _to_shape(w: Expr, have: tuple, want: tuple) -> Expr | None:
+    """``w`` (of shape ``have``) as a tensor of shape ``want`` if it broadcasts to it (leading
+    1s beyond ``want``'s rank dropped), else None."""
+    if have == want:
+        return w
+    extra = len(have) - len(want)
+    if extra > 0:
+        if any(d != 1 for d in have[:extra]):
+            return None
+        have = have[extra:]
+        w = call("reshape", w, newshape=list(have))
+    lead = len(want) - len(have)
+    if any(d != 1 and d != want[lead + k] for k, d in enumerate(have)):
+        return None
+    return w if have == want else call("broadcast_to", w, shape=list(want))
+
+
 @converter("RMSNormalization", since=23)
 def _rms_norm(ctx: NodeContext) -> Expr:
     xt = _float_type(ctx, 0)
     rank = len(xt.shape)
     axis = _norm_axis(ctx, rank)
     _, wide = stash_dtype(ctx, xt.dtype)
+    wt = ctx.type_of(1)
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if wt.dtype == xt.dtype and wide == _COMPUTED_IN.get(xt.dtype, xt.dtype):
+        w = _to_shape(ctx.input(1), tuple(wt.shape), tuple(xt.shape[axis:]))
+        if w is not None:
+            return call("nn.rms_norm", ctx.input(0), w, axes=list(range(axis, rank)),
+                        epsilon=eps)
     x = _cast_to(ctx.input(0), xt.dtype, wide)
     mean_sq = call("mean", call("multiply", x, x), axis=list(range(axis, rank)), keepdims=True)
-    rms = call("sqrt", call("add", mean_sq, scalar(float(ctx.attr("epsilon", 1e-5)), wide)))
+    rms = call("sqrt", call("add", mean_sq, scalar(eps, wide)))
     normed = _cast_to(call("divide", x, rms), wide, xt.dtype)
     return call("multiply", normed, _cast_to(ctx.input(1), ctx.type_of(1).dtype, xt.dtype))
 
@@ -177,6 +208,47 @@ def _softmax_last(x: Expr, dtype: str, n: int) -> Expr:
     return call("divide", e, total)
 
 
+def _fused_attention(ctx: NodeContext, q: Expr, k: Expr, v: Expr, dtype: str,
+                     kv_len: object) -> Expr | None:
+    """The node as one ``nn.attention`` (4-D inputs, no cache), or None where the core op has
+    no form for it: a softcap, a sliding window, the ``qk_matmul_output`` output, a softmax
+    precision other than the one the op computes in, a mask of another rank or dtype. What
+    is invalid is left to the decomposition to report."""
+    if (ctx.num_outputs > 3 or float(ctx.attr("softcap", 0.0)) > 0
+            or int(ctx.attr("qk_matmul_output_mode", 0)) not in (0, 1, 2, 3)):
+        return None
+    if ctx.opset >= 25 and (int(ctx.attr("left_window_size", -1)) != -1
+                            or int(ctx.attr("right_window_size", -1)) != -1):
+        return None
+    computed_in = _COMPUTED_IN.get(dtype, dtype)
+    if (ctx.has_attr("softmax_precision")
+            and _PRECISIONS.get(int(ctx.attr("softmax_precision"))) != computed_in):
+        return None
+    scale = ctx.attr("scale", None)
+    if scale is not None and (not math.isfinite(float(scale)) or float(scale) < 0):
+        return None
+    args = [q, k, v]
+    if ctx.has_input(3):
+        mask = ctx.input(3)
+        mt = ctx.type_of(3)
+        if not 1 <= len(mt.shape) <= 4 or (mt.dtype != "bool" and mt.dtype not in _FLOATS):
+            return None
+        if mt.dtype != "bool":
+            mask = _cast_to(mask, mt.dtype, dtype)
+        width = mt.shape[-1]
+        if width != kv_len:
+            if type(width) is not int or type(kv_len) is not int or width > kv_len:
+                return None
+            # a short mask is padded with masked-out keys
+            fill = np.full(mt.shape[:-1] + (kv_len - width,),
+                           False if mt.dtype == "bool" else -np.inf)
+            mask = _concat([mask, Constant(fill) if mt.dtype == "bool" else _typed(fill, dtype)],
+                           axis=len(mt.shape) - 1)
+        args.append(mask)
+    return call("nn.attention", *args, scale=None if scale is None else float(scale),
+                is_causal=bool(ctx.attr("is_causal", 0)))
+
+
 @converter("Attention", since=23)
 def _attention(ctx: NodeContext) -> list[Expr]:
     qt = _float_input(ctx, 0, "Q")
@@ -245,6 +317,10 @@ def _attention(ctx: NodeContext) -> list[Expr]:
         nt = ctx.type_of(6)
         if nt.dtype != "int64" or nt.shape != (batch,):
             ctx.fail(f"nonpad_kv_seqlen {nt} must be int64 of shape ({batch},)")
+    if rank == 4 and past_k is None and nonpad is None:
+        fused = _fused_attention(ctx, q, k, _cast_to(v, vt.dtype, dtype), dtype, kv_len)
+        if fused is not None:
+            return _outputs(ctx, fused, present_k, present_v)
 
     # the additive bias: mask, causal frontier, sliding window and padding, composed
     bias: Expr | None = None
@@ -342,6 +418,16 @@ def _last_axis_slice(x: Expr, begin: int, end: int, stride: int = 1) -> Expr:
     return call("strided_slice", x, begin=[begin], end=[end], strides=[stride], axes=[3])
 
 
+def _full_width(cache: Expr, shape: tuple, interleaved: bool) -> Expr:
+    """A half-width cache (..., n) as the full width (..., 2n) ``nn.rotary_embedding`` takes:
+    written twice, as the two halves or (interleaved) each value twice in a row."""
+    if not interleaved:
+        return call("concatenate", Tuple([cache, cache]), axis=-1)
+    pairs = call("broadcast_to", call("expand_dims", cache, axis=len(shape)),
+                 shape=[*shape, 2])
+    return call("reshape", pairs, newshape=[*shape[:-1], 2 * shape[-1]])
+
+
 @converter("RotaryEmbedding", since=23)
 def _rotary_embedding(ctx: NodeContext) -> Expr:
     xt = _float_input(ctx, 0, "X")
@@ -380,9 +466,17 @@ def _rotary_embedding(ctx: NodeContext) -> Expr:
             cache = call("take", cache, ctx.input(3), axis=0)
         elif ct.shape != (b, seq, half):
             ctx.fail(f"{name} {ct} must have shape ({b}, {seq}, {half}) without position_ids")
-        caches.append(call("expand_dims", cache, axis=2))  # (batch, seq, 1, rot / 2)
-    cos, sin = caches
+        caches.append(cache)  # (batch, seq, rot / 2)
     interleaved = bool(ctx.attr("interleaved", 0))
+    if rot == head:  # the whole head rotates: nn.rotary_embedding with full-width caches
+        full = [_full_width(c, (b, seq, half), interleaved) for c in caches]
+        if rank == 4:  # (batch, heads, seq, head) as given, the caches broadcast over heads
+            cos, sin = (call("expand_dims", c, axis=1) for c in full)
+            return call("nn.rotary_embedding", ctx.input(0), cos, sin, interleaved=interleaved)
+        cos, sin = (call("expand_dims", c, axis=2) for c in full)
+        y = call("nn.rotary_embedding", x, cos, sin, interleaved=interleaved)
+        return call("reshape", y, newshape=list(xt.shape))
+    cos, sin = (call("expand_dims", c, axis=2) for c in caches)  # (batch, seq, 1, rot / 2)
     if interleaved:  # pairs (x0, x1), (x2, x3), ... rotate together
         x1, x2 = _last_axis_slice(x, 0, rot, 2), _last_axis_slice(x, 1, rot, 2)
     else:  # the first half rotates with the second
