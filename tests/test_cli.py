@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import irpass
@@ -38,6 +39,13 @@ def ScaleOutput(func, mod, ctx):
     return Function(func.params, body, None, func.attrs)
 
 
+@function_pass(opt_level=0, name="IllTyped")
+def IllTyped(func, mod, ctx):
+    """Adds a 7-vector to the result, which does not broadcast (deliberately ill-typed)."""
+    return Function(func.params, op.add(func.body, const(np.ones(7, np.float32))), None,
+                    func.attrs)
+
+
 @module_pass(opt_level=0, name="Explode")
 def Explode(mod, ctx):
     """Always raises."""
@@ -62,7 +70,7 @@ def Broken():
 
 @hookimpl
 def irpass_register_passes():
-    return [ScaleOutput, Explode, Interrupt, ScaleBy, Broken]
+    return [ScaleOutput, IllTyped, Explode, Interrupt, ScaleBy, Broken]
 '''
 
 PLUGIN = "irpass_cli_test_plugin"
@@ -82,6 +90,8 @@ def cli_env(fresh_plugins, monkeypatch, tmp_path):
     (mods / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
     (mods / f"{BROKEN_PLUGIN}.py").write_text("import irpass_cli_no_such_module  # noqa\n")
     monkeypatch.syspath_prepend(str(mods))
+    # reproducers of the failing runs go to the test's own temporary directory
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     for name in (PLUGIN, BROKEN_PLUGIN):
         monkeypatch.delitem(sys.modules, name, raising=False)
     yield work
@@ -100,7 +110,9 @@ def assert_one_error(err: str, *fragments: str) -> None:
     """A short error report: starts with 'irpass: error:', no traceback, names the fragments."""
     assert err.startswith("irpass: error: "), err
     assert "Traceback" not in err
-    assert len(err.strip().splitlines()) <= 4, err
+    # the message, then at most: the expression, its function, the pipeline position and
+    # the reproducer written
+    assert len(err.strip().splitlines()) <= 5, err
     for fragment in fragments:
         assert fragment in err, (fragment, err)
 
@@ -235,6 +247,128 @@ def test_check_tolerances_decide(capsys):
     code, _, err = run(capsys, "optimize", "--plugin", PLUGIN, "--example", "mlp",
                        "-p", "ScaleOutput", "--check", "--rtol", "2", "-q")
     assert code == 0, err
+
+
+def test_verify_each_blames_the_pass_that_broke_the_module(capsys):
+    code, out, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
+                         "-p", "IllTyped,SimplifyExpr")
+    assert code == 1 and out == ""
+    assert_one_error(err, "'IllTyped'", "ill-formed", "(7,)")
+    # switched off, the pass after it is blamed (what verify_each is there to prevent)
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
+                       "-p", "IllTyped,SimplifyExpr", "--no-verify-each")
+    assert code == 1
+    assert "'IllTyped'" not in err and "'InferType' failed" in err
+
+
+def test_print_changed(capsys):
+    code, out, err = run(capsys, "optimize", "--example", "resnet", "-O", "3", "-q",
+                         "--print-changed=diff")
+    assert code == 0, err
+    assert err.startswith("*** IR Dump At Start ***\n")
+    assert "*** IR Dump After FoldScaleAxis (diff) ***" not in err  # a Sequential of passes
+    assert "*** IR Dump After SimplifyInference (diff) ***\n--- before SimplifyInference" in err
+    assert "const(float32, (16, 3, 3, 3), ...)" in err  # the weights are elided
+    assert out.startswith("#[version")  # the result still goes to stdout
+    code, _, err = run(capsys, "optimize", "--example", "mlp", "-q", "--print-changed")
+    assert code == 0 and "*** IR Dump After" in err and "--- before" not in err
+
+
+def _reproducer_json(path):
+    import json
+
+    return json.loads((path / "reproducer.json").read_text())
+
+
+def test_a_failing_pass_leaves_a_reproducer_that_fails_the_same_way(capsys, cli_env):
+    repro = cli_env / "repro"
+    pipeline = "InferType,seq(FoldConstant,IllTyped,SimplifyExpr),DeadCodeElimination"
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", pipeline,
+                       "--reproducer", str(repro))
+    assert code == 1
+    assert err.startswith("irpass: error: pass 'IllTyped' failed") and "Traceback" not in err
+    assert f"reproducer: {repro} (rerun: irpass optimize --reproduce {repro})" in err
+    data = _reproducer_json(repro)
+    assert data["pipeline"] == "IllTyped,SimplifyExpr,DeadCodeElimination"
+    assert data["failure"]["pass"] == "IllTyped" and data["irpass"] == irpass.__version__
+    assert PLUGIN in [p["name"] for p in data["plugins"]]
+    # the module saved is the one IllTyped was given: the mlp after FoldConstant
+    saved = irpass.load(repro / "module.txt")
+    with irpass.transform.PassContext(opt_level=2):
+        expected = irpass.transform.parse_pipeline("InferType,FoldConstant")(models.mlp())
+    irpass.assert_structural_equal(saved, expected)
+    code, _, err2 = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
+    assert code == 1
+    assert err2.splitlines()[0] == err.splitlines()[0]  # the same failure
+    assert "reproducer:" not in err2  # a rerun writes none
+
+
+def test_the_reproducer_goes_to_a_temporary_directory_by_default(capsys):
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Explode")
+    assert code == 1
+    where = err.split("reproducer: ")[1].split(" (rerun")[0]
+    assert Path(where).is_dir() and _reproducer_json(Path(where))["failure"]["pass"] == "Explode"
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", where)
+    assert code == 1 and "boom from Explode" in err
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Explode",
+                       "--reproducer", "off")
+    assert code == 1 and "reproducer" not in err
+
+
+def test_check_each_failure_reproduces_with_check_each(capsys, cli_env):
+    repro = cli_env / "repro"
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--check-each",
+                       "-p", "InferType,ScaleOutput,SimplifyExpr", "--reproducer", str(repro))
+    assert code == 1
+    assert "*** IR before ScaleOutput ***" in err and "*** IR after ScaleOutput ***" in err
+    assert "changed the outputs" in err
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
+    assert code == 1 and "'ScaleOutput' failed: changed the outputs" in err
+
+
+def test_bad_reproducer_directories_are_one_line_errors(capsys, cli_env):
+    import json
+
+    # (one plugin set per process: every run here loads the test plugin)
+    repro = cli_env / "repro"
+    run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "IllTyped",
+        "--reproducer", str(repro))
+    empty = cli_env / "empty"
+    empty.mkdir()
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(empty))
+    assert code == 2
+    assert_one_error(err, "not a reproducer directory")
+    # a plugin the failing run had is not loaded now
+    data = _reproducer_json(repro)
+    data["plugins"].append({"name": "no_such_pack", "source": "entry point",
+                            "module": "no_such_pack", "dist": "no-such-pack", "version": "1.2"})
+    (repro / "reproducer.json").write_text(json.dumps(data))
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
+    assert code == 2
+    assert_one_error(err, "plugin 'no_such_pack'", "no-such-pack 1.2", "not loaded")
+    # from another irpass version
+    data["plugins"].pop()
+    data["irpass"] = "0.0.1"
+    (repro / "reproducer.json").write_text(json.dumps(data))
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
+    assert code == 2
+    assert_one_error(err, "irpass 0.0.1", f"irpass {irpass.__version__}")
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
+                       "--reproduce", str(repro))
+    assert code == 2
+    assert_one_error(err, "--reproduce DIR", "no MODEL")
+    # a reproducer directory that is not empty is refused, and the failure still shown
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "IllTyped",
+                       "--reproducer", str(repro))
+    assert code == 2 and "not an empty directory" in err
+
+
+def test_verify_each_off_in_the_config_file(capsys, cli_env):
+    (cli_env / "irpass.toml").write_text("[config]\nverify_each = false\n")
+    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
+                       "-p", "IllTyped,SimplifyExpr")
+    assert code == 1
+    assert "'InferType' failed" in err
 
 
 def test_failing_pass_exits_1_without_traceback(capsys):
@@ -382,6 +516,12 @@ def test_dump_ir_instrument_writes_files(capsys, cli_env):
     assert code == 0, err
     files = sorted(p.name for p in dump.glob("*.txt"))
     assert files[:2] == ["000_Identity.txt", "001_InferType.txt"]
+    # the weights are elided by default (print.elide_constants); every value when asked
+    assert "const(float32, (128, 64), ...)" in (dump / "000_Identity.txt").read_text()
+    (cli_env / "irpass.toml").write_text('[config]\n"print.elide_constants" = -1\n')
+    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp",
+                         "-p", "Identity,InferType", "--instrument", f"dump-ir:{dump}")
+    assert code == 0, err
     irpass.assert_structural_equal(irpass.parse((dump / "000_Identity.txt").read_text()),
                                    models.mlp())
 
@@ -456,7 +596,7 @@ def test_plugins_verbose_blocked_and_failed(capsys):
 def test_plugins_summary_counts_kinds(capsys):
     code, out, _ = run(capsys, "--plugin", PLUGIN, "plugins")
     assert code == 0
-    assert "5 passes" in " ".join(_row(out, PLUGIN))
+    assert "6 passes" in " ".join(_row(out, PLUGIN))
     std, row = irpass_std.plugin, " ".join(_row(out, "std"))
     assert f"{len(std.irpass_register_passes())} passes," in row
     assert f"{len(std.irpass_register_config_options())} config options," in row

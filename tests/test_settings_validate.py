@@ -94,7 +94,7 @@ def test_unknown_instrument_with_close_match(tmp_path):
     err = validate_error(s)
     assert str(err).startswith(
         "irpass.toml: [instruments.timming]: no instrument named 'timming' is registered; "
-        "did you mean 'timing'? (registered: dump-ir, print-after,"
+        "did you mean 'timing'? (registered: check-each, dump-ir, print-after,"
     )
 
 
@@ -112,7 +112,7 @@ def test_instrument_arguments_checked_against_the_factory(tmp_path):
     err = validate_error(s)
     assert str(err) == (
         "irpass.toml: [instruments.dump-ir]: cannot create instrument 'dump-ir': "
-        "unexpected argument 'dumpdir'; did you mean 'dump_dir'? (it takes: dump_dir)"
+        "unexpected argument 'dumpdir'; did you mean 'dump_dir'? (it takes: dump_dir, elide_constants)"
     )
 
 
@@ -120,7 +120,7 @@ def test_instrument_missing_argument(tmp_path):
     s = settings_for(tmp_path, cli={"instruments": ["dump-ir"]})
     assert str(validate_error(s)) == (
         "command line: --instrument dump-ir: cannot create instrument 'dump-ir': "
-        "missing a required argument: 'dump_dir' (it takes: dump_dir)"
+        "missing a required argument: 'dump_dir' (it takes: dump_dir, elide_constants)"
     )
 
 

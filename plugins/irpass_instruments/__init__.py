@@ -10,6 +10,11 @@ live in :mod:`irpass.instrument`; this plugin only names them:
 ``print-ir``              :class:`~irpass.instrument.PassPrintingInstrument`
                           (``print_before_pass_names``, ``print_after_pass_names``)
 ``dump-ir``               :class:`~irpass.instrument.DumpIR` (``dump_dir``)
+``print-changed``         :class:`~irpass.instrument.PrintChanged` (``diff``:
+                          ``print-changed:diff`` prints unified diffs)
+``verify-each``           :class:`~irpass.instrument.VerifyEach`
+``check-each``            :class:`~irpass.instrument.CheckEach` (``seed``, ``rtol``,
+                          ``atol``; ``check-each:SEED`` on the command line)
 ========================  =================================================
 """
 
@@ -18,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from irpass.instrument import (
+    CheckEach,
     DumpIR,
     PassInstrument,
     PassPrintingInstrument,
     PassTimingInstrument,
     PrintAfterAll,
     PrintBeforeAll,
+    PrintChanged,
+    VerifyEach,
 )
 from irpass.plugins import hookimpl
 
@@ -47,4 +55,7 @@ def irpass_register_instruments() -> dict[str, Callable[..., PassInstrument]]:
         "print-after": PrintAfterAll,
         "print-ir": _print_ir,
         "dump-ir": DumpIR,
+        "print-changed": PrintChanged,
+        "verify-each": VerifyEach,
+        "check-each": CheckEach,
     }

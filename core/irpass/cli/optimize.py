@@ -15,6 +15,11 @@ before anything runs (exit 2, naming both). ``irpass optimize model.txt -o
 model.ir`` is refused that way when ``model.txt`` keeps its constants in
 ``model.npz``, where ``model.ir``'s would go.
 
+Every pass's result is checked (well-formedness and types, the config option
+``verify_each``, :class:`irpass.instrument.VerifyEach`) unless ``--no-verify-each``
+or the config file says ``verify_each = false``: a pass that returns a broken
+module is named as the culprit.
+
 ``--check`` runs the input and the result on the same random inputs
 (``irpass.testing.random_inputs``) and fails (exit 1, nothing written) when
 an output differs beyond ``rtol``/``atol`` (``numpy.allclose``).
@@ -27,25 +32,35 @@ import contextlib
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..errors import IRPassError
+from ..errors import IRPassError, PassError
 from ..evaluator import evaluate
 from ..formats import format_for, load, model_files, save
 from ..instrument.base import PassInstrument
+from ..instrument.check import CheckEach, CheckEachError
+from ..instrument.printing import PrintChanged, module_text
+from ..instrument.verify import VerifyEach
 from ..ir import Call, IRModule, Op
 from ..ir.functor import post_order_visit
 from ..testing import random_inputs
 from ..testing.models import MODELS, transformer_encoder
-from ..transform import PassContext, Sequential
+from ..testing.semantics import compare_outputs, flatten_outputs
+from ..transform import PassContext, Sequential, parse_pipeline
+from ..transform.context import VERIFY_EACH
 from .errors import CommandFailed, UsageError
 from .info import format_table
+from .reproducer import (
+    Positions,
+    check_reproducer_dir,
+    failing_point,
+    read_reproducer,
+    write_reproducer,
+)
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -103,6 +118,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no summary on stderr"
     )
+    parser.add_argument(
+        "--check-each",
+        action="store_true",
+        help="run the module on random inputs (--seed) after every pass and stop at the "
+        "first pass that changed the outputs beyond --rtol/--atol, showing the module "
+        "before and after it",
+    )
+    parser.add_argument(
+        "--print-changed",
+        nargs="?",
+        const="module",
+        choices=["module", "diff"],
+        metavar="diff",
+        help="print the module after each pass that changed it (once at the start), or "
+        "with =diff a unified diff of its text; constants of more than "
+        "print.elide_constants elements (default 16) without data",
+    )
+    parser.add_argument(
+        "--reproducer",
+        metavar="DIR",
+        help="when a pass fails, write the module before it, the rest of the pipeline, the "
+        "settings and the plugins into DIR (default: a new temporary directory, named in "
+        "the error; 'off': none)",
+    )
+    parser.add_argument(
+        "--reproduce",
+        metavar="DIR",
+        help="rerun a reproducer directory written by a failed run",
+    )
+    parser.add_argument(
+        "--no-verify-each",
+        dest="verify_each",
+        action="store_false",
+        default=None,
+        help="do not check the module after every pass (the config option verify_each; "
+        "on by default here, as MLIR verifies after every pass)",
+    )
 
 
 class _Recorder(PassInstrument):
@@ -159,44 +211,6 @@ def count_nodes(mod: IRModule) -> tuple[int, Counter[str]]:
     return counts.nodes, counts.ops
 
 
-def _flatten(value: Any, label: str) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, tuple):
-        for i, item in enumerate(value):
-            yield from _flatten(item, f"{label}[{i}]")
-    else:
-        yield label, value
-
-
-def compare_outputs(before: Any, after: Any, rtol: float, atol: float) -> list[str]:
-    """One line per output of ``after`` that differs from ``before`` beyond the
-    tolerances (``numpy.allclose``, NaNs equal); empty when all match."""
-    problems: list[str] = []
-    old = list(_flatten(before, "output"))
-    new = list(_flatten(after, "output"))
-    if len(old) != len(new):
-        return [f"the result has {len(new)} output(s) instead of {len(old)}"]
-    for (label, a), (_, b) in zip(old, new, strict=True):
-        a = np.asarray(a)
-        b = np.asarray(b)
-        if a.shape != b.shape:
-            problems.append(f"{label}: shape {a.shape} became {b.shape}")
-            continue
-        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
-            if not np.array_equal(a, b):
-                problems.append(f"{label}: values differ")
-            continue
-        if np.allclose(b, a, rtol=rtol, atol=atol, equal_nan=True):
-            continue
-        close = np.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)
-        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-        worst = float(np.nanmax(diff)) if np.any(~np.isnan(diff)) else float("nan")
-        bad = int(close.size - np.count_nonzero(close))
-        problems.append(
-            f"{label}: {bad} of {close.size} element(s) differ, max abs error {worst:.3g}"
-        )
-    return problems
-
-
 def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
     if args.model is not None:
         if args.example is not None:
@@ -251,13 +265,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """The ``optimize`` command; returns the exit code (failures raise, see :mod:`.main`)."""
     if args.output is not None:
         _check_output_path(args.output, args.model)
+    if args.reproducer not in (None, "off"):
+        check_reproducer_dir(args.reproducer)
     base = settings.pass_context()
     # loaders and exporters read their options (e.g. a plugin's [config.onnx]) from the
     # current context; they get its config, not its instruments, which see only the passes
     io_ctx = PassContext(opt_level=base.opt_level, config=dict(base.config.explicit))
-    with io_ctx:
-        mod, label = _load_model(args)
-    pipeline = settings.build_pipeline()
+    if args.reproduce is not None:
+        mod, label, pipeline, base = _reproduce(args, settings, base)
+    else:
+        with io_ctx:
+            mod, label = _load_model(args)
+        pipeline = settings.build_pipeline()
 
     expected = inputs = None
     if args.check:
@@ -268,13 +287,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             raise ValueError(f"--check: cannot run the input model ({label}): {exc}") from exc
 
     recorder = _Recorder(_container_infos(pipeline))
+    positions = Positions()
+    config = dict(base.config)
+    if args.verify_each is not None or VERIFY_EACH not in base.config.explicit:
+        config[VERIFY_EACH] = args.verify_each is not False
     # the recorder joins a copy of the configured context, ahead of the user's instruments
     ctx = PassContext(
         opt_level=base.opt_level,
         required_pass=base.required_pass,
         disabled_pass=base.disabled_pass,
-        instruments=[recorder, *base.instruments],
-        config=dict(base.config),
+        instruments=[recorder, positions, *base.instruments,
+                     *_debuggers(args, config[VERIFY_EACH])],
+        config=config,
     )
     # stdout is for the result: whatever passes print while running goes to stderr
     with ctx, contextlib.redirect_stdout(sys.stderr):
@@ -282,6 +306,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             start = perf_counter()
             try:
                 result = pipeline(mod)
+            except PassError as exc:
+                if isinstance(exc, CheckEachError):
+                    _show_around(exc)
+                where = _save_reproducer(args, pipeline, exc, positions, mod, ctx)
+                raise CommandFailed(f"{exc}{where}") from exc
             except IRPassError as exc:
                 raise CommandFailed(str(exc)) from exc
             elapsed = perf_counter() - start
@@ -303,7 +332,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 f"--check: the optimized module computes something else ({label}, seed "
                 f"{args.seed}, rtol={args.rtol:g}, atol={args.atol:g}):\n  {shown}"
             )
-        n = len(list(_flatten(expected, "output")))
+        n = len(flatten_outputs(expected))
         check_line = (
             f"ok, {n} output(s) match (seed {args.seed}, rtol={args.rtol:g}, atol={args.atol:g})"
         )
@@ -321,6 +350,58 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         summary = _Summary(label, shown, ctx.opt_level, recorder.ran, elapsed)
         sys.stderr.write(summary.render(mod, result, check_line, args.output))
     return 0
+
+
+def _reproduce(args: argparse.Namespace, settings: Settings,
+               base: PassContext) -> tuple[IRModule, str, Pass, PassContext]:
+    """The module, label, pipeline and context of ``--reproduce DIR``."""
+    if args.model is not None or args.example is not None or settings.pipeline not in (
+            None, "default"):
+        raise UsageError("--reproduce DIR reruns the saved module and pipeline: give no "
+                         "MODEL, --example or -p with it")
+    rep = read_reproducer(args.reproduce)
+    pipeline = parse_pipeline(rep.pipeline, opt_level=rep.opt_level)
+    for key, value in rep.options.items():  # the debugging options of the failing run
+        if getattr(args, key, None) in (None, False, 0):
+            setattr(args, key, value)
+    ctx = PassContext(opt_level=rep.opt_level, required_pass=rep.required_pass,
+                      disabled_pass=rep.disabled_pass, instruments=base.instruments,
+                      config=rep.config)
+    return rep.module, f"reproducer {str(rep.path)!r}", pipeline, ctx
+
+
+def _save_reproducer(args: argparse.Namespace, pipeline: Pass, exc: PassError,
+                     positions: Positions, start: IRModule, ctx: PassContext) -> str:
+    """Write the reproducer of a failed pass; the line to add to the error."""
+    if args.reproducer == "off" or args.reproduce is not None:
+        return ""
+    module, passes = failing_point(pipeline, exc, positions, start)
+    options = {"check_each": args.check_each, "seed": args.seed, "rtol": args.rtol,
+               "atol": args.atol}
+    try:
+        path = write_reproducer(args.reproducer, module, passes, ctx, options, exc)
+    except OSError as err:
+        return f"\n  (no reproducer written: {err})"
+    return f"\n  reproducer: {path} (rerun: irpass optimize --reproduce {path})"
+
+
+def _show_around(exc: CheckEachError) -> None:
+    """The module before and after the pass check-each blames (constants elided)."""
+    sys.stderr.write(f"*** IR before {exc.pass_name} ***\n{module_text(exc.before)}\n"
+                     f"*** IR after {exc.pass_name} ***\n{module_text(exc.after)}\n")
+
+
+def _debuggers(args: argparse.Namespace, verify: bool) -> list[PassInstrument]:
+    """The instruments the debugging options ask for, in the order they should see a
+    pass's result: printed, then verified, then run."""
+    out: list[PassInstrument] = []
+    if args.print_changed is not None:
+        out.append(PrintChanged(diff=args.print_changed == "diff"))
+    if args.check_each:
+        if verify:
+            out.append(VerifyEach())  # an ill-typed module is reported as such, not run
+        out.append(CheckEach(seed=args.seed, rtol=args.rtol, atol=args.atol))
+    return out
 
 
 def _print_instrument_reports(instruments: tuple[PassInstrument, ...]) -> None:

@@ -7,15 +7,21 @@ built-ins:
   ``timings()``, emptied when its context is left);
 - :class:`PrintBeforeAll`, :class:`PrintAfterAll`,
   :class:`PassPrintingInstrument`: print the module around all / named passes;
-- :class:`DumpIR`: write the module after each pass into numbered files.
+  :class:`PrintChanged`: print it (or a diff) after the passes that changed it;
+- :class:`DumpIR`: write the module after each pass into numbered files;
+- :class:`CheckEach`: evaluate after every pass and stop at the first that changed
+  the outputs (:class:`CheckEachError`);
+- :class:`VerifyEach`: check well-formedness and types after every pass, blaming
+  the pass that broke them (:class:`VerifyError`).
 
 Instruments have names in a registry (:func:`register_instrument`,
 :func:`get_instrument`), which is how config files and the CLI switch them on.
 """
 
 from .base import PassInstrument, pass_instrument
+from .check import CheckEach, CheckEachError
 from .dump import DumpIR
-from .printing import PassPrintingInstrument, PrintAfterAll, PrintBeforeAll
+from .printing import PassPrintingInstrument, PrintAfterAll, PrintBeforeAll, PrintChanged
 from .registry import (
     InstrumentEntry,
     get_instrument,
@@ -25,8 +31,11 @@ from .registry import (
     register_instrument,
 )
 from .timing import PassTimingInstrument, TimingRow
+from .verify import VerifyEach, VerifyError
 
 __all__ = [
+    "CheckEach",
+    "CheckEachError",
     "DumpIR",
     "InstrumentEntry",
     "PassInstrument",
@@ -34,7 +43,10 @@ __all__ = [
     "PassTimingInstrument",
     "PrintAfterAll",
     "PrintBeforeAll",
+    "PrintChanged",
     "TimingRow",
+    "VerifyEach",
+    "VerifyError",
     "get_instrument",
     "get_instrument_entry",
     "list_instruments",

@@ -3,8 +3,10 @@
 Files are named ``NNN_<PassName>.txt``: ``NNN`` counts completed pass
 executions from ``000`` (three digits, more past 999), so a Sequential's file
 comes after its children's; the pass name keeps only ``[A-Za-z0-9_.-]`` (other
-characters become ``_``). Each file holds ``mod.astext(show_meta_data=True)``
-and reads back with :func:`irpass.parse`.
+characters become ``_``). Each file holds the module's text, constants of more than
+``print.elide_constants`` elements (16 by default) without their data, as the
+printing instruments show them (``DumpIR(dir, elide_constants=-1)`` or the option
+at -1 keeps every value, and then each file reads back with :func:`irpass.parse`).
 
 The directory holds a manifest, ``.irpass-dump``, listing the files DumpIR
 wrote there; it is updated as each file is created, so a pipeline that
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .base import PassInstrument
+from .printing import module_text
 
 if TYPE_CHECKING:
     from ..ir.module import IRModule
@@ -53,8 +56,11 @@ class DumpIR(PassInstrument):
     module documentation for the rules that keep other files safe.
     """
 
-    def __init__(self, dump_dir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, dump_dir: str | os.PathLike[str], elide_constants: int | None = None
+    ) -> None:
         self.dump_dir = Path(dump_dir)
+        self.elide_constants = elide_constants
         self._count = 0
 
     def enter_pass_ctx(self) -> None:
@@ -99,7 +105,7 @@ class DumpIR(PassInstrument):
         with out:
             with (self.dump_dir / MANIFEST).open("a", encoding="utf-8") as manifest:
                 manifest.write(name + "\n")
-            out.write(mod.astext(show_meta_data=True))
+            out.write(module_text(mod, self.elide_constants))
         self._count += 1
 
 

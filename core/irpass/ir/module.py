@@ -154,11 +154,13 @@ class IRModule:
         return self is other
 
     # -- text ---------------------------------------------------------------------
-    def astext(self, show_meta_data: bool = True) -> str:
-        """The text form (see :mod:`irpass.ir.printer`); parse it back with ``irpass.parse``."""
+    def astext(self, show_meta_data: bool = True, elide_constants: int | None = None) -> str:
+        """The text form (see :mod:`irpass.ir.printer`); parse it back with ``irpass.parse``
+        (unless ``elide_constants=N`` left out the data of constants over N elements)."""
         from .printer import print_module
 
-        return print_module(self, show_meta_data=show_meta_data)
+        return print_module(self, show_meta_data=show_meta_data,
+                            elide_constants=elide_constants)
 
     def __str__(self) -> str:
         return self.astext()

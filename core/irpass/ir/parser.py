@@ -845,6 +845,10 @@ class _Parser:
         shape_at = self.i
         shape = self._shape("of const(...)")
         self.expect(",", "after the shape of const(...)")
+        if toks[self.i] == ".":
+            raise self.error("the values of this constant were elided when the text was "
+                             "printed (elide_constants, the printing instruments' default); "
+                             "print the module with every value to parse it")
         self.expect("[", "to open the values of const(...)")
         values: list[Any] = []
         start = self.i

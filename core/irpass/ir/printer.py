@@ -67,6 +67,13 @@ its own. Every value reads back bit for bit; a value whose text would not
 (a NaN with a payload, say) is put in the metadata section too.
 :func:`irpass.save` keeps big constants in a ``.npz`` file next to the text
 instead (see :mod:`irpass.ir.serialize`).
+
+**Elided constants.** For reading rather than parsing (the printing instruments,
+``DumpIR``), ``elide_constants=N`` prints a constant of more than ``N`` elements as
+``const(float32, (64, 3, 7, 7), ...)``, its type without its data, and smaller ones
+inline in full (MLIR's ``-mlir-elide-elementsattrs-if-larger``): a ResNet-50 then
+prints in a few hundred lines instead of a hundred megabytes of base64. Such a text
+does not parse back (the parser says the data was elided).
 """
 
 from __future__ import annotations
@@ -98,23 +105,29 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _COMPOUND = frozenset({Call, Tuple, TupleGetItem, If, Function, Let})
 
 
-def print_module(mod: IRModule, show_meta_data: bool = True) -> str:
+def print_module(
+    mod: IRModule, show_meta_data: bool = True, elide_constants: int | None = None
+) -> str:
     """The text of ``mod``: a version header, one ``def`` per function, then the metadata.
 
     With ``show_meta_data=False`` the ``#[metadata]`` section is left out (the
     text is shorter to read, but parsing it needs the constants passed back in).
+    With ``elide_constants=N`` constants of more than ``N`` elements print without
+    their data (see the module docstring); ``None`` prints every value.
     """
-    text, _ = _print_module(mod, show_meta_data)
+    text, _ = _print_module(mod, show_meta_data, elide_constants=elide_constants)
     return text
 
 
-def print_expr(expr: Expr, show_meta_data: bool = True) -> str:
+def print_expr(
+    expr: Expr, show_meta_data: bool = True, elide_constants: int | None = None
+) -> str:
     """The text of one expression: a block without braces (a ``fn`` prints whole)."""
     if not isinstance(expr, Expr):
         raise TypeError(f"print_expr needs an Expr, got {type(expr).__name__}")
     if isinstance(expr, Op):
         return expr.name
-    printer = _Printer()
+    printer = _Printer(_elide_limit(elide_constants))
     lines: list[str] = []
     with gc_paused():
         printer.emit_block_of(expr, 0, lines)
@@ -123,13 +136,23 @@ def print_expr(expr: Expr, show_meta_data: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _elide_limit(elide_constants: int | None) -> int | None:
+    if elide_constants is None:
+        return None
+    if isinstance(elide_constants, bool) or not isinstance(elide_constants, int) \
+            or elide_constants < 0:
+        raise ValueError(f"elide_constants must be None or an int >= 0, got {elide_constants!r}")
+    return elide_constants
+
+
 def _print_module(
-    mod: IRModule, show_meta_data: bool, metadata_file: str | None = None
+    mod: IRModule, show_meta_data: bool, metadata_file: str | None = None,
+    elide_constants: int | None = None,
 ) -> tuple[str, list[np.ndarray]]:
     """The text and the meta constants; ``metadata_file`` names them in a header instead."""
     if not isinstance(mod, IRModule):
         raise TypeError(f"print_module needs an IRModule, got {type(mod).__name__}")
-    printer = _Printer()
+    printer = _Printer(_elide_limit(elide_constants))
     lines: list[str] = []
     with gc_paused():
         for gv, func in mod.items():
@@ -338,7 +361,9 @@ def _layout(root: Expr) -> _Layout:
 class _Printer:
     """Prints the functions of one module (names and meta constants are per module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, elide: int | None = None) -> None:
+        #: constants of more elements print without data (None: all print whole)
+        self.elide = elide
         # How each node is referred to: %x for vars, %3 for named nodes (per
         # function; a node's entry is rewritten before its uses in each
         # function that prints it), 1.5f32 / meta[Constant][0] for constants.
@@ -503,7 +528,10 @@ class _Printer:
         if t is Var:
             text = self._new_var_name(node)
         elif t is Constant:
-            text = _inline_const_text(node.data)
+            if self.elide is None:
+                text = _inline_const_text(node.data)
+            else:
+                text = _elided_const_text(node.data, self.elide)
             if text is None:
                 text = f"meta[Constant][{len(self.meta)}]"
                 self.meta.append(node.data)
@@ -544,6 +572,19 @@ def _key_text(key: str) -> str:
 def _global_text(gv: GlobalVar) -> str:
     name = gv.name_hint
     return "@" + (name if _IDENT.match(name) else quote(name))
+
+
+def _elided_const_text(data: np.ndarray, limit: int) -> str | None:
+    """The inline text of a constant of at most ``limit`` elements, else its dtype and shape
+    with ``...`` for the values; ``None`` for a small one whose values need the metadata."""
+    if data.ndim == 0:
+        return format_scalar(data)
+    if data.size <= limit:
+        texts = format_elements(data)
+        if texts is None:
+            return None
+        return f"const({data.dtype.name}, {shape_text(data.shape)}, [{', '.join(texts)}])"
+    return f"const({data.dtype.name}, {shape_text(data.shape)}, ...)"
 
 
 def _inline_const_text(data: np.ndarray) -> str | None:

@@ -96,6 +96,7 @@ op-call types rather than a run of their type relation.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Mapping
 from typing import TypeVar
 
 from ..errors import TypeInferenceError
@@ -108,7 +109,7 @@ from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGet
 from .op import Op
 from .types import FuncType, TensorType, TupleType, Type, substitute_sizes
 
-__all__ = ["infer_type", "infer_type_and_free_vars"]
+__all__ = ["infer_type", "infer_type_and_free_vars", "mark_typed"]
 
 _T = TypeVar("_T", bound="Expr | IRModule")
 
@@ -175,6 +176,31 @@ def infer_type(expr_or_module: _T, mod: IRModule | None = None) -> _T:
     if isinstance(expr_or_module, Expr):
         return infer_type_and_free_vars(expr_or_module, mod)[0]
     raise TypeError(f"infer_type needs an Expr or an IRModule, got {type(expr_or_module).__name__}")
+
+
+def mark_typed(mod: IRModule, types: Mapping[Expr, Type]) -> IRModule:
+    """Record that ``types`` are the types of ``mod``'s nodes, for producers that computed
+    them anyway with the ops' type relations (an importer types every node it makes).
+
+    Writes each type onto its node where the node carries none, gives every
+    ``GlobalVar`` the type of its function, and lets :func:`infer_type` (hence the
+    ``InferType`` pass) return ``mod`` as it is: as if ``mod = infer_type(mod)`` had
+    run, without its walk. ``types`` must hold every node of ``mod`` with the type
+    inference would give it, and every function of ``mod`` (nested ones included) must
+    carry its ``ret_type``; a function without one is a ``ValueError``. Returns ``mod``.
+    """
+    for gv, func in mod.items():
+        if func.ret_type is None:
+            raise ValueError(f"mark_typed: @{gv.name_hint} has no ret_type")
+    for node, ty in types.items():
+        if type(node) is Function and node.ret_type is None:
+            raise ValueError("mark_typed: a nested function has no ret_type")
+        if node._checked_type is None:
+            _set_checked_type(node, ty)
+    for gv, func in mod.items():
+        _set_checked_type(gv, types[func])
+    _TYPED_MODULES.add(mod)
+    return mod
 
 
 def infer_type_and_free_vars(expr: Expr, mod: IRModule | None = None) -> tuple[Expr, list[Var]]:

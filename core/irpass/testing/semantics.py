@@ -25,7 +25,7 @@ from ..ir import IRModule, infer_type, structural_hash, well_formed
 from ..transform import Pass, PassContext, Sequential, parse_pipeline
 from .inputs import random_inputs
 
-__all__ = ["check_semantics", "assert_outputs_close"]
+__all__ = ["check_semantics", "assert_outputs_close", "compare_outputs", "flatten_outputs"]
 
 
 def check_semantics(
@@ -157,3 +157,46 @@ def _check_signature(label: str, before: IRModule, after: IRModule) -> None:
     new_sig = [(p.name_hint, str(p.checked_type)) for p in new.params]
     if old_sig != new_sig:
         raise AssertionError(f"{label} changed @main's parameters: {old_sig} -> {new_sig}")
+
+
+def flatten_outputs(value: Any, label: str = "output") -> list[tuple[str, Any]]:
+    """The arrays of a result (a tuple's fields, depth first), labelled ``output[0][1]``."""
+    out: list[tuple[str, Any]] = []
+    stack = [(label, value)]
+    while stack:
+        name, item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend((f"{name}[{i}]", f) for i, f in reversed(list(enumerate(item))))
+        else:
+            out.append((name, item))
+    return out
+
+
+def compare_outputs(before: Any, after: Any, rtol: float, atol: float) -> list[str]:
+    """One line per output of ``after`` that differs from ``before`` beyond the
+    tolerances (``numpy.allclose``, NaNs equal); empty when all match."""
+    problems: list[str] = []
+    old = flatten_outputs(before)
+    new = flatten_outputs(after)
+    if len(old) != len(new):
+        return [f"the result has {len(new)} output(s) instead of {len(old)}"]
+    for (label, a), (_, b) in zip(old, new, strict=True):
+        a = np.asarray(a)
+        b = np.asarray(b)
+        if a.shape != b.shape:
+            problems.append(f"{label}: shape {a.shape} became {b.shape}")
+            continue
+        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+            if not np.array_equal(a, b):
+                problems.append(f"{label}: values differ")
+            continue
+        if np.allclose(b, a, rtol=rtol, atol=atol, equal_nan=True):
+            continue
+        close = np.isclose(b, a, rtol=rtol, atol=atol, equal_nan=True)
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        worst = float(np.nanmax(diff)) if np.any(~np.isnan(diff)) else float("nan")
+        bad = int(close.size - np.count_nonzero(close))
+        problems.append(
+            f"{label}: {bad} of {close.size} element(s) differ, max abs error {worst:.3g}"
+        )
+    return problems

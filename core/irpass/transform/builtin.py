@@ -21,8 +21,9 @@ def PrintIR(header: str = "", show_meta_data: bool = False, stream: TextIO | Non
     The printout starts with a comment line naming ``header`` and where the
     pass sits: ``// PrintIR 'after fold' at opt[3], after FoldConstant``.
     It goes to ``stream`` (standard error when ``None``, looked up at each
-    run so redirections apply); ``show_meta_data`` adds the section with the
-    large constants.
+    run so redirections apply). Constants print as the printing instruments show
+    them (``print.elide_constants``); ``show_meta_data`` prints every value instead,
+    with the section that holds the large constants.
     """
 
     def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
@@ -32,7 +33,13 @@ def PrintIR(header: str = "", show_meta_data: bool = False, stream: TextIO | Non
             title += f" at {ctx.pass_position()}"
             last = ctx._frames[-1][2]
             title += f", after {last}" if last else ", first pass"
-        out.write(f"// {title}\n{mod.astext(show_meta_data=show_meta_data)}\n")
+        if show_meta_data:
+            text = mod.astext(show_meta_data=True)
+        else:
+            from ..instrument.printing import module_text  # the instruments import us
+
+            text = module_text(mod)
+        out.write(f"// {title}\n{text}\n")
         return mod
 
     return ModulePass(print_ir, PassInfo(0, "PrintIR"))

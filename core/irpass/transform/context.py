@@ -47,6 +47,17 @@ register_config_option(
     "function identity); a pass that changed it fails with PassError",
 )
 
+#: The option that checks the module after every pass (:class:`irpass.instrument.VerifyEach`).
+VERIFY_EACH = "verify_each"
+
+register_config_option(
+    VERIFY_EACH,
+    bool,
+    False,
+    "check well-formedness and types after every pass and blame the pass that broke them "
+    "(irpass optimize turns it on unless --no-verify-each)",
+)
+
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:
@@ -68,7 +79,8 @@ class PassContext:
     - ``instruments``: :class:`irpass.instrument.PassInstrument` objects;
     - ``config``: values of registered options (see
       :func:`irpass.transform.register_config_option`), read-only as
-      ``ctx.config``;
+      ``ctx.config``; ``verify_each=True`` adds a
+      :class:`irpass.instrument.VerifyEach` to the instruments;
     - ``diag``: where passes report warnings and errors
       (:class:`irpass.transform.DiagnosticContext`).
     """
@@ -90,6 +102,13 @@ class PassContext:
         self._disabled = frozenset(self.disabled_pass)
         self._instruments = _instrument_list(instruments)
         self.config = PassConfig(config)
+        if self.config[VERIFY_EACH] and not any(
+            pi.name == "verify-each" for pi in self._instruments
+        ):
+            from ..instrument.verify import VerifyEach  # it imports the transform package
+
+            # last: the printing instruments show a broken module before it is blamed
+            self._instruments += (VerifyEach(),)
         self._check_immutable = bool(self.config["testing.immutable_module"])
         self.diag = DiagnosticContext()
         # [label, index, last pass run] per Sequential (or requirement list) being run

@@ -44,6 +44,7 @@ from irpass.ir import (
 )
 from irpass.ir.dims import RESERVED_NAMES as _RESERVED_NAMES
 from irpass.ir.dims import SizeVar
+from irpass.ir.type_infer import mark_typed
 from irpass.ir.types import NUMPY_DTYPES, numpy_dtype
 from irpass.op.shape_values import as_call, eval_shape_call
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
@@ -236,7 +237,18 @@ class GraphImporter:
             "onnx.output_names": [o.name for o in graph.output],
             "onnx.graph_name": graph.name,
         }
-        return IRModule({"main": Function(input_params + weight_params, body, attrs=attrs)})
+        # Every node is typed by now, with the ops' relations as InferType types them:
+        # the module is marked typed, and the InferType every pipeline starts with returns
+        # it at once (it would spend ~10 us a node redoing the relations). Control flow
+        # (If, Loop/Scan's recursive functions) is left to InferType.
+        ret = self.type_of_expr(body, None)
+        main = Function(input_params + weight_params, body, ret, attrs=attrs)
+        mod = IRModule({"main": main})
+        types = self.types
+        if not any(type(n) in _CONTROL for n in types):
+            types[main] = FuncType(tuple(p.type_annotation for p in main.params), ret)
+            mark_typed(mod, types)
+        return mod
 
     def _check_supported(self) -> None:
         supported = registry.supported_op_types(self.opset)
@@ -917,6 +929,9 @@ class _NodeFields:
 
 
 _GRAPH_ATTRIBUTES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+#: Nodes of control flow, whose modules the importer leaves InferType to type.
+_CONTROL = frozenset({Function, Let, If})
 
 
 def _children(e: Expr) -> Sequence[Expr]:
