@@ -47,6 +47,17 @@ register_config_option(
     "function identity); a pass that changed it fails with PassError",
 )
 
+#: The option that caps the rewrites of passes (:meth:`PassContext.debug_counter`).
+DEBUG_COUNTER = "debug_counter"
+
+register_config_option(
+    DEBUG_COUNTER,
+    dict,
+    None,
+    "{pass name: N}: the pass makes only its first N rewrites (the ones it asks "
+    "ctx.debug_counter about); -1 counts them without a cap (irpass bisect uses both)",
+)
+
 #: The option that checks the module after every pass (:class:`irpass.instrument.VerifyEach`).
 VERIFY_EACH = "verify_each"
 
@@ -113,6 +124,9 @@ class PassContext:
         self.diag = DiagnosticContext()
         # [label, index, last pass run] per Sequential (or requirement list) being run
         self._frames: list[list[Any]] = []
+        self._debug_limits: dict[str, int] | None = _debug_limits(self.config.get(DEBUG_COUNTER))
+        self._debug_counts: dict[str, int] = {}
+        self._debug_sites: dict[str, str] = {}
 
     # -- scopes -----------------------------------------------------------------
     @staticmethod
@@ -202,6 +216,39 @@ class PassContext:
             _mark_instrument_error(exc)
             raise
 
+    # -- debug counters ---------------------------------------------------------
+    def debug_counter(self, site: str | None = None) -> bool:
+        """Whether the running pass may make its next rewrite (LLVM's
+        ``DebugCounter::shouldExecute``, MLIR's ``-mlir-debug-counter``).
+
+        A pass that rewrites asks before each rewrite and skips it on ``False``: with the
+        config option ``debug_counter = {"MyPass": N}`` it then makes only its first
+        ``N`` rewrites, which is how ``irpass bisect`` finds the one rewrite that breaks
+        a model. ``site`` names the rewrite for reports (a rule's name); by default the
+        caller's ``file:line``. Free when no counter is set: one attribute test.
+        """
+        limits = self._debug_limits
+        if limits is None:
+            return True
+        name = self.diag.pass_name
+        limit = limits.get(name) if name is not None else None
+        if limit is None:
+            return True
+        n = self._debug_counts[name] = self._debug_counts.get(name, 0) + 1
+        if n == limit:  # the last rewrite let through: what bisect reports
+            self._debug_sites[name] = site if site is not None else _caller(2)
+        return limit < 0 or n <= limit
+
+    @property
+    def debug_counts(self) -> dict[str, int]:
+        """Rewrites asked about so far, by pass, for the passes a ``debug_counter``
+        option names (with a cap or -1)."""
+        return dict(self._debug_counts)
+
+    def debug_site(self, pass_name: str) -> str | None:
+        """The ``site`` of the last rewrite ``pass_name``'s counter let through."""
+        return self._debug_sites.get(pass_name)
+
     # -- enabling -----------------------------------------------------------------
     def pass_enabled(self, info: PassInfo) -> bool:
         """Whether a :class:`Sequential` runs a pass described by ``info`` here:
@@ -229,6 +276,25 @@ class PassContext:
         if self.config.explicit:
             parts.append(f"config={dict(self.config.explicit)}")
         return f"PassContext({', '.join(parts)})"
+
+
+def _debug_limits(value: Any) -> dict[str, int] | None:
+    if not value:
+        return None
+    for name, limit in value.items():
+        if not isinstance(name, str) or isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"config option {DEBUG_COUNTER!r}: expected {{pass name: int}}, "
+                            f"got {name!r}: {limit!r}")
+    return dict(value)
+
+
+def _caller(depth: int) -> str:
+    """``file:line (function)`` of the frame ``depth`` levels up."""
+    import sys
+
+    frame = sys._getframe(depth)
+    code = frame.f_code
+    return f"{code.co_filename}:{frame.f_lineno} ({code.co_name})"
 
 
 # Set on exceptions raised by instruments around a pass, so that the passes
