@@ -12,7 +12,7 @@ import time
 import irpass
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from irpass import op
 from irpass.ir import Call, Function, Op, TensorType, Tuple, const, free_vars, var
@@ -23,6 +23,7 @@ from irpass.ir.dataflow_pattern import (
     dominates,
     is_constant,
     is_op,
+    is_var,
     match,
     rewrite,
     rewrite_context,
@@ -30,6 +31,7 @@ from irpass.ir.dataflow_pattern import (
     wildcard,
 )
 from irpass.ir.dataflow_pattern.index import RuleIndex, quick_test
+from irpass.ir.dataflow_pattern.matcher import Matcher, compiled_pattern
 
 S = (2, 3)
 
@@ -299,22 +301,35 @@ _OPS = ("add", "multiply", "subtract", "negative", "exp")
 
 @st.composite
 def patterns(draw, depth=2):
-    kind = draw(st.sampled_from(["wild", "const", "call", "alt"] if depth else ["wild", "const"]))
+    leaves = ["wild", "const", "var", "named"]
+    kind = draw(st.sampled_from([*leaves, "call", "alt", "dtype", "any"] if depth else leaves))
     if kind == "wild":
         return wildcard()
     if kind == "const":
         return is_constant()
+    if kind == "var":
+        return is_var()
+    if kind == "named":
+        return is_var(draw(st.sampled_from(["x", "y"])))
     if kind == "alt":
         return draw(patterns(depth=depth - 1)) | draw(patterns(depth=depth - 1))
+    if kind == "dtype":
+        return draw(patterns(depth=depth - 1)).has_dtype(draw(st.sampled_from(["float32",
+                                                                              "int32"])))
     name = draw(st.sampled_from(_OPS))
+    if kind == "any":
+        return is_op(name)(None)
     arity = 1 if name in ("negative", "exp") else 2
     return is_op(name)(*[draw(patterns(depth=depth - 1)) for _ in range(arity)])
+
+
+_LEAVES = [var("x", shape=S), var("y", shape=S), c(1), c(0)]
 
 
 @st.composite
 def exprs(draw, depth=3):
     if not depth or draw(st.integers(0, 3)) == 0:
-        return draw(st.sampled_from([var("x", shape=S), c(1), c(0)]))
+        return draw(st.sampled_from(_LEAVES))
     name = draw(st.sampled_from(_OPS))
     arity = 1 if name in ("negative", "exp") else 2
     return getattr(op, name)(*[draw(exprs(depth=depth - 1)) for _ in range(arity)])
@@ -334,6 +349,64 @@ def test_a_failed_quick_test_means_no_match(pattern, expr):
             assert not match(pattern, expr)
     if not index.may_fire(expr):
         assert not any(match(pattern, n) for n in all_nodes(expr) if type(n) is not Op)
+
+
+@st.composite
+def instances(draw, pattern):
+    """An expression built to match ``pattern`` (mostly), add/multiply arguments swapped
+    at random."""
+    from irpass.ir.dataflow_pattern import (
+        AltPattern,
+        CallPattern,
+        ConstantPattern,
+        DataTypePattern,
+        VarPattern,
+    )
+
+    t = type(pattern)
+    if t is ConstantPattern:
+        return draw(st.sampled_from(_LEAVES[2:]))
+    if t is VarPattern:
+        names = [pattern.name] if pattern.name else ["x", "y"]
+        return draw(st.sampled_from([v for v in _LEAVES[:2] if v.name_hint in names]))
+    if t is AltPattern:
+        return draw(instances(draw(st.sampled_from([pattern.left, pattern.right]))))
+    if t is DataTypePattern:
+        return draw(instances(pattern.pattern))
+    if t is CallPattern:
+        name = pattern.op.expr.name
+        if pattern.args is None:
+            return draw(exprs(depth=1)) if name not in _OPS else getattr(op, name)(
+                *[draw(exprs(depth=1)) for _ in range(1 if name in ("negative", "exp") else 2)])
+        args = [draw(instances(a)) for a in pattern.args]
+        if len(args) == 2 and name in ("add", "multiply") and draw(st.booleans()):
+            args.reverse()
+        return getattr(op, name)(*args)
+    return draw(exprs(depth=2))
+
+
+@st.composite
+def pattern_and_expr(draw):
+    pattern = draw(patterns())
+    expr = draw(st.one_of(exprs(), instances(pattern)))
+    return pattern, expr
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern_and_expr())
+def test_compiled_patterns_match_as_the_generic_matcher(case):
+    pattern, expr = case
+    fast = compiled_pattern(pattern)
+    assume(fast is not None)
+    generic = Matcher(None)
+    generic.memoize = True
+    want = generic.visit(pattern, expr)
+    found = []
+    assert fast(expr, found) == want
+    if want:
+        assert {p: [e] for p, e in found} == generic.memo
+    else:
+        assert found == []
 
 
 def test_quick_tests_look_at_argument_kinds_in_both_orders():

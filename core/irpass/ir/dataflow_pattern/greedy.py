@@ -261,14 +261,21 @@ class _Walk:
         matcher = self.matcher
         fired: list[DFPatternCallback] = []
         while True:
-            for cb, test in cands:
+            for cb, test, fast in cands:
                 if test is not None and not test(post):
                     continue
                 if cb.rewrite_once and (fired or not first):
                     continue
-                if not matcher.match(cb.pattern, post):
+                if fast is not None:
+                    found: list = []
+                    if not fast(post, found):
+                        continue
+                    node_map = {p: [e] for p, e in found}
+                elif matcher.match(cb.pattern, post):
+                    node_map = matcher.memo
+                else:
                     continue
-                out = cb.callback(pre, post, matcher.memo)
+                out = cb.callback(pre, post, node_map)
                 if out is post:
                     continue
                 if not isinstance(out, Expr):

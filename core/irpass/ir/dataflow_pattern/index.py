@@ -22,7 +22,7 @@ from typing import Any
 from ..expr import Expr
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
-from .matcher import pattern_op_name
+from .matcher import compiled_pattern, pattern_op_name
 from .pattern import (
     AltPattern,
     AttrPattern,
@@ -233,8 +233,9 @@ def _commutative_test(kinds: list[tuple[int, Callable[[Expr], bool]]]
     return test
 
 
-#: A callback and its quick test (None: none), as :meth:`RuleIndex.candidates` lists them.
-Candidate = tuple[Any, "Callable[[Expr], bool] | None"]
+#: A callback, its quick test (None: none) and its compiled pattern (None: the generic
+#: matcher's), as :meth:`RuleIndex.candidates` lists them.
+Candidate = tuple[Any, "Callable[[Expr], bool] | None", Any]
 
 
 # Per pattern: its root ops, its quick tests and its argument kinds by op name.
@@ -316,17 +317,18 @@ class RuleIndex:
         self.generic: list[tuple[int, Candidate]] = []
         for i, cb in enumerate(callbacks):
             names, tests, _ = _analysis(cb.pattern)
+            fast = compiled_pattern(cb.pattern)
             if names is None:
-                self.generic.append((i, (cb, tests[None])))
+                self.generic.append((i, (cb, tests[None], fast)))
             else:
                 for name in names:
-                    self.by_op.setdefault(name, []).append((i, (cb, tests[name])))
+                    self.by_op.setdefault(name, []).append((i, (cb, tests[name], fast)))
         self.generic_only: list[Candidate] = [c for _, c in self.generic]
         self._merged: dict[str, list[Candidate]] = {}
         # Per op: one cheaper, weaker test for the scan: "some argument is of a kind
         # one of the callbacks needs an argument to be".
         self._any: dict[str, Callable[[Expr], bool] | None] = {
-            name: _some_argument([_analysis(cb.pattern)[2].get(name) for _, (cb, _) in entries])
+            name: _some_argument([_analysis(cb.pattern)[2].get(name) for _, (cb, _, _) in entries])
             for name, entries in self.by_op.items()}
 
     def for_op(self, name: str) -> list[Candidate]:

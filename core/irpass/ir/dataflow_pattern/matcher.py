@@ -17,10 +17,16 @@
 
 Matching recurses over the pattern (bounded by its size) and never along the
 expression, but for the path of a dominator pattern, walked with an explicit stack.
+
+Tree patterns (no pattern node used twice, no function, ``if``, ``let`` or dominator
+pattern, no divide/multiply re-association) are compiled once into nested closures
+(:func:`compiled_pattern`) that match with the same results and bindings without the memo
+bookkeeping: the common case of rewrite rules, tried at many nodes.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -51,7 +57,7 @@ from .pattern import (
     WildcardPattern,
 )
 
-__all__ = ["match"]
+__all__ = ["compiled_pattern", "match"]
 
 
 def match(pattern: DFPattern, expr: Expr) -> bool:
@@ -250,6 +256,14 @@ class Matcher:
 
     def match(self, pattern: DFPattern, expr: Expr) -> bool:
         """Whether ``pattern`` matches ``expr``; fills a fresh :attr:`memo`."""
+        fast = compiled_pattern(pattern)
+        if fast is not None:
+            found: list[tuple[DFPattern, Expr]] = []
+            if fast(expr, found):
+                self.memo = {p: [e] for p, e in found}
+                return True
+            self.memo = {}
+            return False
         self.memo = {}
         self.matched = []
         self.memoize = True
@@ -493,4 +507,266 @@ _DISPATCH: dict[type, Callable[[Matcher, Any, Expr], bool]] = {
     DataTypePattern: Matcher._dtype,
     ShapePattern: Matcher._shape,
     DominatorPattern: Matcher._dominator,
+}
+
+
+# -- compiled tree patterns ---------------------------------------------------------------
+
+#: A compiled pattern: ``m(expr, found)`` is whether it matches ``expr``; on success the
+#: ``(pattern node, expression)`` bindings are appended to ``found`` (children first), on
+#: failure ``found`` is as it was.
+_Compiled = Callable[[Expr, list], bool]
+
+_COMPILED: weakref.WeakKeyDictionary[DFPattern, Any] = weakref.WeakKeyDictionary()
+_NOT_COMPILED = object()
+
+
+def compiled_pattern(pattern: DFPattern) -> _Compiled | None:
+    """``pattern`` compiled (see the module docstring): ``m(expr, found)`` is whether it
+    matches ``expr``, appending the ``(pattern node, expression)`` bindings to ``found``
+    (one per node of the pattern that took part); None when it is not a tree pattern of
+    the kinds compiled here. Computed once per pattern."""
+    found = _COMPILED.get(pattern)
+    if found is None:
+        found = _COMPILED[pattern] = _compile_tree(pattern)
+    return found if found is not _NOT_COMPILED else None
+
+
+def _compile_tree(pattern: DFPattern) -> Any:
+    seen: set[int] = set()
+    stack = [pattern]
+    while stack:
+        p = stack.pop()
+        if id(p) in seen:
+            return _NOT_COMPILED  # a pattern node used twice: the memo's identity rule
+        seen.add(id(p))
+        stack.extend(p.children())
+    try:
+        return _compile(pattern)
+    except _Unsupported:
+        return _NOT_COMPILED
+
+
+class _Unsupported(Exception):
+    """A pattern kind the compiler leaves to the generic matcher."""
+
+
+def _compile(p: DFPattern) -> _Compiled:
+    t = type(p)
+    if t is WildcardPattern:
+        def wildcard(e: Expr, found: list) -> bool:
+            found.append((p, e))
+            return True
+        return wildcard
+    if t is ConstantPattern or (t is VarPattern and not p.name):
+        kind = Constant if t is ConstantPattern else Var
+
+        def leaf(e: Expr, found: list) -> bool:
+            if type(e) is kind:
+                found.append((p, e))
+                return True
+            return False
+        return leaf
+    if t is VarPattern:
+        name = p.name
+
+        def named_var(e: Expr, found: list) -> bool:
+            if type(e) is Var and e.name_hint == name:
+                found.append((p, e))
+                return True
+            return False
+        return named_var
+    if t is ExprPattern:
+        target = p.expr
+        if type(target) is Op:
+            def op_is(e: Expr, found: list) -> bool:
+                if e is target:
+                    found.append((p, e))
+                    return True
+                return False
+            return op_is
+
+        def same(e: Expr, found: list) -> bool:
+            if _same_expr(target, e):
+                found.append((p, e))
+                return True
+            return False
+        return same
+    if t is AltPattern:
+        left, right = _compile(p.left), _compile(p.right)
+
+        def alt(e: Expr, found: list) -> bool:
+            if left(e, found) or right(e, found):
+                found.append((p, e))
+                return True
+            return False
+        return alt
+    if t is CallPattern:
+        return _compile_call(p)
+    if t is TuplePattern:
+        return _compile_tuple(p)
+    if t is TupleGetItemPattern:
+        inner = _compile(p.tuple)
+        index = p.index
+
+        def getitem(e: Expr, found: list) -> bool:
+            if type(e) is not TupleGetItem or (index != -1 and index != e.index):
+                return False
+            if inner(e.tuple_value, found):
+                found.append((p, e))
+                return True
+            return False
+        return getitem
+    if t in _CONDITIONS:
+        inner = _compile(p.pattern)
+        check = _CONDITIONS[t]
+
+        def conditioned(e: Expr, found: list) -> bool:
+            mark = len(found)
+            if not inner(e, found):
+                return False
+            if check(p, e):
+                found.append((p, e))
+                return True
+            del found[mark:]
+            return False
+        return conditioned
+    raise _Unsupported
+
+
+def _compile_call(p: CallPattern) -> _Compiled:
+    name = pattern_op_name(p)
+    pats = p.args
+    if name == "divide" and pats and pattern_op_name(pats[0]) == "multiply":
+        raise _Unsupported  # TVM's re-association: the generic matcher's job
+    if name == "multiply" and pats and any(pattern_op_name(a) == "divide" for a in pats):
+        raise _Unsupported
+    callee_pattern = p.op
+    callee = _compile(callee_pattern)
+    if type(callee_pattern) is ExprPattern and type(callee_pattern.expr) is Op:
+        callee = None  # compared inline: the common is_op(name)(...)
+        op = callee_pattern.expr
+    if pats is None:
+        if callee is None:
+            def op_any_args(e: Expr, found: list) -> bool:
+                if type(e) is Call and e.op is op:
+                    found.append((callee_pattern, op))
+                    found.append((p, e))
+                    return True
+                return False
+            return op_any_args
+
+        def any_args(e: Expr, found: list) -> bool:
+            if type(e) is not Call:
+                return False
+            if callee(e.op, found):
+                found.append((p, e))
+                return True
+            return False
+        return any_args
+    # a wildcard argument is bound without a call (None)
+    specs = [(a, None if type(a) is WildcardPattern else _compile(a)) for a in pats]
+    n = len(specs)
+    swapped = list(reversed(specs)) if n == 2 and name in ("add", "multiply") else None
+
+    def bind(specs: list, values: tuple, found: list) -> bool:
+        for (q, m), a in zip(specs, values):  # noqa: B905 (lengths checked)
+            if m is None:
+                found.append((q, a))
+            elif not m(a, found):
+                return False
+        return True
+
+    def call(e: Expr, found: list) -> bool:
+        if type(e) is not Call:
+            return False
+        values = e.args
+        mark = len(found)
+        if callee is None:
+            if e.op is not op:
+                return False
+            found.append((callee_pattern, op))
+        elif not callee(e.op, found):
+            return False
+        if len(values) == n:
+            inner = len(found)
+            if bind(specs, values, found):
+                found.append((p, e))
+                return True
+            del found[inner:]
+            if swapped is not None:
+                # the second pattern against the first argument, as the generic matcher
+                if bind(swapped, values, found):
+                    found.append((p, e))
+                    return True
+                del found[inner:]
+        del found[mark:]
+        return False
+    return call
+
+
+def _compile_tuple(p: TuplePattern) -> _Compiled:
+    if p.fields is None:
+        def any_tuple(e: Expr, found: list) -> bool:
+            if type(e) is Tuple:
+                found.append((p, e))
+                return True
+            return False
+        return any_tuple
+    fields = [_compile(f) for f in p.fields]
+    n = len(fields)
+
+    def tuple_(e: Expr, found: list) -> bool:
+        if type(e) is not Tuple or len(e.fields) != n:
+            return False
+        mark = len(found)
+        for m, f in zip(fields, e.fields):  # noqa: B905 (lengths checked)
+            if not m(f, found):
+                del found[mark:]
+                return False
+        found.append((p, e))
+        return True
+    return tuple_
+
+
+def _attr_holds(p: AttrPattern, e: Expr) -> bool:
+    t = type(e)
+    if t is Op:
+        for key, want in p.attrs.items():
+            got = _op_property(e, key)
+            if got is None or got != want:
+                return False
+        return True
+    if t is Call or t is Function:
+        have = e.attrs
+        for key, want in p.attrs.items():
+            got = have.get(key, _MISSING)
+            if got is _MISSING or got != want:
+                return False
+        return True
+    return False
+
+
+def _type_holds(p: TypePattern, e: Expr) -> bool:
+    return type_of(e) == p.type
+
+
+def _dtype_holds(p: DataTypePattern, e: Expr) -> bool:
+    t = type_of(e)
+    return type(t) is TensorType and t.dtype == p.dtype
+
+
+def _shape_holds(p: ShapePattern, e: Expr) -> bool:
+    t = type_of(e)
+    if type(t) is not TensorType or len(t.shape) != len(p.shape):
+        return False
+    return all(w is None or w == d for w, d in zip(p.shape, t.shape, strict=True))
+
+
+# The patterns that add a condition on the node their inner pattern matched.
+_CONDITIONS: dict[type, Callable[[Any, Expr], bool]] = {
+    AttrPattern: _attr_holds,
+    TypePattern: _type_holds,
+    DataTypePattern: _dtype_holds,
+    ShapePattern: _shape_holds,
 }

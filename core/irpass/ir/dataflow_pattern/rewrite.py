@@ -421,7 +421,7 @@ def _rewrite_round(expr: Expr, index: RuleIndex, mod: IRModule | None,
         node = order[i]
         if node in claimed or _pre_partitioned(node, skip):
             continue
-        for cb, test in index.candidates(node):
+        for cb, test, _ in index.candidates(node):
             if test is not None and not test(node):
                 continue
             if matcher.match(cb.pattern, node):  # type: ignore[arg-type]
