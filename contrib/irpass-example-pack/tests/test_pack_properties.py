@@ -1,0 +1,23 @@
+"""Property tests: FoldAddZero keeps the meaning of random well-typed programs.
+
+The programs come from ``irpass.testing.strategies`` (hypothesis: every op of the core,
+lets, ifs, closures, tuples, helper functions, ...); ``check_semantics`` is the fixture
+of irpass's pytest plugin. Skipped when hypothesis is not installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("hypothesis")
+
+from hypothesis import given, settings  # noqa: E402
+from irpass.testing import strategies as sts  # noqa: E402
+from irpass_example_pack import FoldAddZero  # noqa: E402
+
+
+# derandomize: the same programs on every run, so the suite's verdict never depends on luck
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(mod=sts.modules(max_nodes=16))
+def test_fold_add_zero_keeps_the_meaning_of_random_programs(check_semantics, mod):
+    check_semantics(FoldAddZero(), mod)
