@@ -77,6 +77,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "FoldScaleAxis": ("FoldScaleAxis", {}),
     "CombineParallelDense": ("CombineParallelDense", {}),
     "CombineParallelDense_min_2": ("CombineParallelDense", {"min_num_branches": 2}),
+    "FusePatterns": ("FusePatterns", {}),
     "Canonicalize": ("Canonicalize", {}),
     "AlterOpLayout": ("AlterOpLayout", {}),
     "ConvertLayout": ("ConvertLayout", {"desired_layouts": NHWC}),

@@ -47,6 +47,7 @@ PASSES: dict[str, dict[str, Any]] = {
     "ForwardFoldScaleAxis": {},
     "FoldScaleAxis": {},
     "CombineParallelDense": {},
+    "FusePatterns": {},
     "Canonicalize": {},  # with the rule sets of the plugins the tests load (none of std's)
     "AlterOpLayout": {},
     "ConvertLayout": {"desired_layouts": NHWC},

@@ -31,6 +31,7 @@ from .fold_constant import FoldConstant
 from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, ForwardFoldScaleAxis
 from .functions import Inline, LambdaLift, RemoveUnusedFunctions
 from .fuse_ops import FuseOps
+from .fusion_rules import FusePatterns
 from .infer_type import InferType
 from .layout import AlterOpLayout, ConvertLayout
 from .normal_form import ToANormalForm, ToGraphNormalForm
@@ -68,6 +69,7 @@ def irpass_register_passes() -> Sequence[Any]:
         ForwardFoldScaleAxis,
         FoldScaleAxis,
         CombineParallelDense,
+        FusePatterns,
         AlterOpLayout,
         ConvertLayout,
         FuseOps,
@@ -97,6 +99,8 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
     kept apart, and FoldConstant then concatenates the weights), CSE and DCE
     after folding, layouts, then fusion last. Canonicalize (the plugins' rewrite
     rules) runs after SimplifyExpr, on the program the built-in rules cleaned up.
+    FusePatterns (the ``fuse`` rule set: LayerNorm, GELU, attention, ... as fused ops)
+    runs right after FoldConstant, whose constants its patterns read, and before CSE.
     """
     return [
         PipelineInsertion("InferType", phase="start", priority=100),
@@ -108,6 +112,7 @@ def irpass_pipeline_passes() -> Sequence[PipelineInsertion]:
         PipelineInsertion("FoldScaleAxis", phase="optimize", priority=30),
         PipelineInsertion("CombineParallelDense", phase="optimize", priority=25),
         PipelineInsertion("FoldConstant", phase="optimize", priority=20),
+        PipelineInsertion("FusePatterns", phase="optimize", priority=15),
         PipelineInsertion("EliminateCommonSubexpr", phase="optimize", priority=10),
         PipelineInsertion("DeadCodeElimination", phase="optimize", priority=0),
         PipelineInsertion("AlterOpLayout", phase="layout"),
