@@ -27,7 +27,7 @@ PLUGIN_SOURCE = '''
 """Test plugin for the irpass CLI tests."""
 import numpy as np
 from irpass import op
-from irpass.ir import Function, const
+from irpass.ir import ExprMutator, Function, const
 from irpass.plugins import hookimpl
 from irpass.transform import function_pass, module_pass
 
@@ -44,6 +44,26 @@ def IllTyped(func, mod, ctx):
     """Adds a 7-vector to the result, which does not broadcast (deliberately ill-typed)."""
     return Function(func.params, op.add(func.body, const(np.ones(7, np.float32))), None,
                     func.attrs)
+
+
+class _FlipThird(ExprMutator):
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx, self.n = ctx, 0
+
+    def visit_call(self, call):
+        new = super().visit_call(call)
+        if getattr(call.op, "name", None) == "nn.relu" and self.ctx.debug_counter("relu"):
+            self.n += 1
+            if self.n == 3:
+                return op.nn.relu(op.negative(new.args[0]))
+        return new
+
+
+@function_pass(opt_level=0, name="FlipThird")
+def FlipThird(func, mod, ctx):
+    """Rewrites every relu (counted); the third gets a negated operand (deliberately wrong)."""
+    return _FlipThird(ctx).visit(func)
 
 
 @module_pass(opt_level=0, name="Explode")
@@ -70,7 +90,7 @@ def Broken():
 
 @hookimpl
 def irpass_register_passes():
-    return [ScaleOutput, IllTyped, Explode, Interrupt, ScaleBy, Broken]
+    return [ScaleOutput, IllTyped, FlipThird, Explode, Interrupt, ScaleBy, Broken]
 '''
 
 PLUGIN = "irpass_cli_test_plugin"
@@ -363,6 +383,57 @@ def test_bad_reproducer_directories_are_one_line_errors(capsys, cli_env):
     assert code == 2 and "not an empty directory" in err
 
 
+def test_bisect_names_the_pass_and_the_rewrite(capsys):
+    code, out, err = run(capsys, "-p", PLUGIN, "bisect", "--example", "resnet", "-O", "3",
+                         "-p", "default,FlipThird,SimplifyExpr")
+    assert code == 0, err
+    assert "first bad pass: FlipThird" in out
+    assert "first bad rewrite: 3 of 5 in FlipThird, at relu" in out
+    assert "after:  negative(" in out
+
+
+@pytest.mark.parametrize("test, words", [
+    ("irpass_no_such_command", ["irpass_no_such_command", "not found"]),
+    ("false", ["bad already", "nothing to bisect"]),
+    ("true", ["not bad", "nothing to bisect"]),
+])
+def test_bisect_bad_tests_are_one_line_errors(capsys, test, words):
+    code, out, err = run(capsys, "bisect", "--example", "mlp", "--test", test)
+    assert code == 2 and out == ""
+    assert_one_error(err, *words)
+
+
+def test_bisect_with_a_test_command(capsys, cli_env):
+    # the command fails on models that contain a negative: only FlipThird's output does
+    script = cli_env / "has_negative.py"
+    script.write_text("import sys\nsys.exit(1 if 'negative(' in open(sys.argv[1]).read() "
+                      "else 0)\n")
+    code, out, err = run(capsys, "-p", PLUGIN, "bisect", "--example", "resnet", "-O", "3",
+                         "-p", "default,FlipThird", "--test", f"{sys.executable} {script}")
+    assert code == 0, err
+    assert "first bad pass: FlipThird" in out and "first bad rewrite: 3 of 5" in out
+
+
+def test_reduce_shrinks_a_miscompile(capsys, cli_env):
+    out_path = cli_env / "small.txt"
+    code, out, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet", "-O", "3",
+                         "--check", "-p", "default,FlipThird", "-o", str(out_path))
+    assert code == 0, err
+    assert "reduced @main from" in err
+    small = irpass.load(out_path)
+    from irpass.debug import count_calls
+
+    assert count_calls(small) <= 10
+    assert "nn.relu" in small.astext()
+    code, _, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet")
+    assert code == 2
+    assert_one_error(err, "--test CMD, --check, --failing-pass NAME")
+    code, _, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet",
+                       "--failing-pass", "FoldConstant")
+    assert code == 2
+    assert_one_error(err, "not bad", "nothing to reduce")
+
+
 def test_verify_each_off_in_the_config_file(capsys, cli_env):
     (cli_env / "irpass.toml").write_text("[config]\nverify_each = false\n")
     code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
@@ -596,7 +667,7 @@ def test_plugins_verbose_blocked_and_failed(capsys):
 def test_plugins_summary_counts_kinds(capsys):
     code, out, _ = run(capsys, "--plugin", PLUGIN, "plugins")
     assert code == 0
-    assert "6 passes" in " ".join(_row(out, PLUGIN))
+    assert "7 passes" in " ".join(_row(out, PLUGIN))
     std, row = irpass_std.plugin, " ".join(_row(out, "std"))
     assert f"{len(std.irpass_register_passes())} passes," in row
     assert f"{len(std.irpass_register_config_options())} config options," in row

@@ -234,7 +234,8 @@ def test_shipped_plugins_come_from_the_irpass_distribution_with_their_contributi
     assert (inst.status, inst.dist, inst.version) == ("loaded", "irpass", version)
     assert {c for c in inst.contributions if c.kind == "instrument"} == {
         Contribution("instrument", n)
-        for n in ("timing", "print-before", "print-after", "print-ir", "dump-ir")}
+        for n in ("timing", "print-before", "print-after", "print-ir", "dump-ir",
+                  "print-changed", "verify-each", "check-each")}
     assert get_pass_entry("InferType").owner == "std"
     assert instruments.get_instrument_entry("timing").owner == "instruments"
 

@@ -2,18 +2,14 @@
 
 The programs come from ``irpass.testing.strategies`` (hypothesis: every op of the core,
 lets, ifs, closures, tuples, helper functions, ...); ``check_semantics`` is the fixture
-of irpass's pytest plugin. Skipped when hypothesis is not installed.
+of irpass's pytest plugin (hypothesis is in the pack's ``test`` extra).
 """
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("hypothesis")
-
-from hypothesis import given, settings  # noqa: E402
-from irpass.testing import strategies as sts  # noqa: E402
-from irpass_example_pack import FoldAddZero  # noqa: E402
+from hypothesis import given, settings
+from irpass.testing import strategies as sts
+from irpass_example_pack import FoldAddZero
 
 
 # derandomize: the same programs on every run, so the suite's verdict never depends on luck

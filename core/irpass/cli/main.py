@@ -27,7 +27,7 @@ import irpass
 from ..errors import IRPassError, ParseError, PassDependencyError, PassError
 from ..plugins import load
 from ..settings import load_settings
-from . import info, optimize
+from . import debug, info, optimize
 from .common import PROG, validate, warnings_as_lines
 from .errors import CommandFailed, UsageError
 
@@ -41,7 +41,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-COMMANDS = ("optimize", "passes", "plugins", "pipeline", "config")
+COMMANDS = ("optimize", "bisect", "reduce", "passes", "plugins", "pipeline", "config")
 
 _EPILOG = """\
 global options may also follow the command in their long forms (--plugin,
@@ -198,6 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
     optimize.add_arguments(opt)
     _add_pass_options(opt)
     opt.set_defaults(handler=optimize.run, validate_first=True)
+
+    bis = command("bisect", "find the first pass, then the first rewrite in it, after which "
+                  "the model is bad")
+    debug.add_bisect_arguments(bis)
+    _add_pass_options(bis)
+    bis.set_defaults(handler=debug.run_bisect, validate_first=True)
+
+    red = command("reduce", "shrink a model while a pass still breaks it (or a test still "
+                  "fails)")
+    debug.add_reduce_arguments(red)
+    _add_pass_options(red)
+    red.set_defaults(handler=debug.run_reduce, validate_first=True)
 
     passes = command("passes", "list the registered passes")
     passes.set_defaults(handler=info.run_passes, validate_first=True)

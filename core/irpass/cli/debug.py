@@ -1,0 +1,141 @@
+"""``irpass bisect`` and ``irpass reduce``: find the pass and rewrite that broke a model, and
+the smallest model that still shows it (see :mod:`irpass.debug`).
+
+``bisect MODEL`` runs the pipeline (``-p``, ``-O``, the config file's, as ``optimize``
+does), finds the first pass after which the model is bad and then the first rewrite
+inside that pass, and prints them. "Bad" is, by default, outputs that differ from the
+input model's on random inputs (``--seed``, ``--rtol``, ``--atol``); with ``--test
+CMD``, a command that exits non-zero on the model (saved in the input's format; its
+path replaces ``{}`` in CMD or is appended).
+
+``reduce MODEL`` shrinks the model while it stays bad: ``--check`` (the pipeline still
+changes its outputs), ``--failing-pass NAME`` (that pass still fails on it) or ``--test
+CMD``; the result goes to ``-o OUT`` or, as text, to standard output.
+
+Exit codes: 0 found / reduced, 2 bad usage or nothing to bisect or reduce (the test
+fails on the unmodified model, or never fails), 1 a failure while running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..debug import (
+    BisectError,
+    CommandFails,
+    Oracle,
+    OracleError,
+    OutputsDiffer,
+    PassChangesOutputs,
+    PassFails,
+    ReduceError,
+    bisect,
+    reduce,
+)
+from ..formats import save
+from ..transform import Sequential, get_pass
+from .errors import UsageError
+from .optimize import _check_output_path, _load_model, example_models
+
+if TYPE_CHECKING:
+    from ..ir.module import IRModule
+    from ..settings import Settings
+
+__all__ = ["add_bisect_arguments", "add_reduce_arguments", "run_bisect", "run_reduce"]
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", nargs="?", metavar="MODEL",
+                        help="model file (format by suffix); without it, --example")
+    parser.add_argument("--example", choices=sorted(example_models()), metavar="NAME",
+                        help="a built-in network instead of MODEL")
+    parser.add_argument("--test", metavar="CMD",
+                        help="a command that exits non-zero on a bad model (the model's path "
+                        "replaces {} in CMD, or is appended)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance")
+    parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance")
+
+
+def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
+    """``bisect``'s own arguments (the pass options are added by :mod:`.main`)."""
+    _add_model_arguments(parser)
+
+
+def add_reduce_arguments(parser: argparse.ArgumentParser) -> None:
+    """``reduce``'s own arguments (the pass options are added by :mod:`.main`)."""
+    _add_model_arguments(parser)
+    parser.add_argument("--check", action="store_true",
+                        help="bad = the pipeline (-p) changes the model's outputs")
+    parser.add_argument("--failing-pass", metavar="NAME",
+                        help="bad = the pass NAME (after the passes it requires) fails on it")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="write the reduced model to OUT instead of printing its text")
+    parser.add_argument("--budget", type=int, default=2000,
+                        help="at most this many candidates tested (default 2000)")
+
+
+def _suffix(args: argparse.Namespace) -> str:
+    return Path(args.model).suffix if args.model else ".txt"
+
+
+def _oracle(args: argparse.Namespace, mod: IRModule) -> Oracle:
+    try:
+        if args.test is not None:
+            return CommandFails(args.test, _suffix(args))
+        return OutputsDiffer(mod, seed=args.seed, rtol=args.rtol, atol=args.atol)
+    except OracleError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_bisect(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``bisect`` command."""
+    base = settings.pass_context()
+    mod, label = _load_model(args)
+    pipeline = settings.build_pipeline()
+    oracle = _oracle(args, mod)
+    try:
+        found = bisect(mod, pipeline, oracle, opt_level=base.opt_level,
+                       required_pass=base.required_pass, disabled_pass=base.disabled_pass,
+                       config=base.config.explicit)
+    except (BisectError, OracleError) as exc:
+        raise UsageError(f"bisect {label}: {exc}") from None
+    sys.stdout.write(f"irpass bisect: {label}, opt_level {base.opt_level}\n" + found.render())
+    return 0
+
+
+def run_reduce(args: argparse.Namespace, settings: Settings) -> int:
+    """The ``reduce`` command."""
+    if args.output is not None:
+        _check_output_path(args.output, args.model)
+    chosen = [x for x in (args.test is not None, args.check, args.failing_pass is not None) if x]
+    if len(chosen) != 1:
+        raise UsageError("reduce needs one of --test CMD, --check, --failing-pass NAME")
+    base = settings.pass_context()
+    mod, label = _load_model(args)
+    oracle: Oracle
+    if args.failing_pass is not None:
+        try:
+            oracle = PassFails(Sequential([get_pass(args.failing_pass)], name="reduce"),
+                               opt_level=base.opt_level, config=base.config.explicit)
+        except KeyError as exc:
+            raise UsageError(str(exc.args[0]) if exc.args else str(exc)) from None
+    elif args.check:
+        oracle = PassChangesOutputs(settings.build_pipeline(), opt_level=base.opt_level,
+                                    seed=args.seed, rtol=args.rtol, atol=args.atol)
+    else:
+        oracle = _oracle(args, mod)
+    try:
+        result = reduce(mod, oracle, budget=args.budget)
+    except (ReduceError, OracleError) as exc:
+        raise UsageError(f"reduce {label}: {exc}") from None
+    sys.stderr.write(f"irpass reduce: {label}: " + result.render())
+    if args.output is not None:
+        save(result.module, args.output)
+    else:
+        text = result.module.astext()
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
