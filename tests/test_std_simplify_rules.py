@@ -113,7 +113,8 @@ def test_a_merge_unblocked_by_a_user_dropped_deeper_down():
     check_semantics(irpass.transform.SimplifyExpr(), mod, config={FINITE: True})
 
 
-def test_canonicalize_leaves_out_a_rule_set_its_pass_applies():
+def register_simplify():
+    """Register SIMPLIFY through the hook, as a plugin that lists it would."""
     obj = types.SimpleNamespace()
 
     @hookimpl
@@ -122,6 +123,10 @@ def test_canonicalize_leaves_out_a_rule_set_its_pass_applies():
 
     obj.irpass_register_rewrites = irpass_register_rewrites
     irpass.plugins.register(obj, name="simplify_listed")
+
+
+def test_canonicalize_leaves_out_a_rule_set_its_pass_applies():
+    register_simplify()
     assert "simplify" in irpass.transform.list_rule_sets()
     mod = irpass.transform.InferType()(program())
     with PassContext():
@@ -221,3 +226,16 @@ def test_rules_keep_meaning_on_a_mixed_program():
     calls = []
     post_order_visit(out["main"], lambda n: calls.append(n.op.name) if type(n) is Call else None)
     assert sorted(calls) == ["add", "exp", "multiply"]
+
+
+def test_config_file_disables_a_rule_of_a_registered_rule_set(tmp_path):
+    from irpass.settings import load_settings
+
+    register_simplify()
+    (tmp_path / "irpass.toml").write_text('[rewrites]\ndisable = ["simplify.add_zero"]\n')
+    settings = load_settings(cwd=tmp_path, environ={})
+    settings.validate()
+    with settings.pass_context() as ctx:
+        out = irpass.transform.SimplifyExpr()(program())
+    assert "add" in str(out["main"]) and "simplify.add_zero" not in hits(ctx)
+    assert "simplify.double_negative" in hits(ctx)

@@ -8,9 +8,12 @@ call pattern with fixed arguments, the node's arity and, for each argument, the 
 node the argument pattern needs (a constant, a call of some ops, a tuple, ...),
 arguments swapped for ``add``/``multiply`` as the matcher swaps them. A quick test that
 fails means the pattern cannot match, so the matcher is not run; most calls of an op
-with rules (``add(exp(x), exp(y))`` against ``x + 0``) stop there. The same tests let a
-driver scan a program first and return it untouched when no node passes any test
-(:meth:`RuleIndex.may_fire`).
+with rules (``add(exp(x), exp(y))`` against ``x + 0``) stop there. Per op, one weaker
+test covers all its callbacks (:meth:`RuleIndex.gate`: "some argument is of a kind one
+of them needs"; a constant rather than a call where a pattern names both): the greedy
+walk runs it before the callbacks' own tests, and the scan a driver makes first
+(:meth:`RuleIndex.may_fire`) runs only it, returning the program untouched when no node
+passes.
 """
 
 from __future__ import annotations
@@ -47,9 +50,8 @@ __all__ = ["RuleIndex", "quick_test", "root_ops"]
 # Patterns that only add a condition to the pattern they wrap.
 _WRAPPERS = (AttrPattern, TypePattern, DataTypePattern, ShapePattern)
 
-#: A node test: the node kinds allowed and, for calls, the op names allowed (None: any
-#: callee); None as a whole means any node.
-_Kind = "tuple[frozenset[type], frozenset[str] | None] | None"
+# A node kind, what _node_kind returns: (the node classes allowed, for calls the op
+# names allowed or None for any callee), or None for any node at all.
 
 _NODE_KINDS: dict[type, type] = {
     ConstantPattern: Constant,
@@ -103,7 +105,7 @@ def _callee_ops(callee: DFPattern) -> frozenset[str] | None:
 
 
 def _node_kind(p: DFPattern) -> Any:
-    """What a node must be for ``p`` to match it (see ``_Kind``)."""
+    """What a node must be for ``p`` to match it (a node kind, see above)."""
     t = type(p)
     kind = _NODE_KINDS.get(t)
     if kind is not None:
@@ -127,7 +129,7 @@ def _node_kind(p: DFPattern) -> Any:
 
 
 def _predicate(kind: Any) -> Callable[[Expr], bool]:
-    """A fast test of one node against ``kind`` (see ``_Kind``)."""
+    """A fast test of one node against the node kind ``kind``."""
     kinds, ops = kind
     if ops is None or Call not in kinds:
         if len(kinds) == 1:
