@@ -492,6 +492,25 @@ def test_attention_grouped_query_repeat_is_read_un_repeated() -> None:
     assert tuple(call.args[1].checked_type.shape) == (B, 1, S, D)
 
 
+def test_attention_over_rotary_embeddings_fuses_each_once() -> None:
+    """Llama's order: rotary embeddings of q and k, then q scaled, k transposed. Both fuse
+    in the same round, and attention reads the fused embeddings (no copy of the
+    decomposition is left behind for a second round to fuse again)."""
+    q, k, v = qkv()
+    cos, sin = rope_tables()
+
+    def rope(x: Expr) -> Expr:
+        return op.add(op.multiply(x, cos), op.multiply(rotate_half(x, "slice"), sin))
+
+    q_scaled = op.multiply(rope(q), f32(D ** -0.25))
+    kt = op.multiply(op.transpose(rope(k), axes=[0, 1, 3, 2]), f32(D ** -0.25))
+    before = module([q, k, v], sdpa(q_scaled, kt, v, scale=None))
+    after, hits = fuse(before)
+    assert hits == {"fuse.attention": 1, "fuse.rotary_embedding": 2}
+    assert counts(after) == Counter({"nn.attention": 1, "nn.rotary_embedding": 2})
+    assert_same_values(before, after, inputs_for([q, k, v]))
+
+
 def test_attention_masks() -> None:
     q, k, v = qkv()
     # an additive mask that may hold -inf: only with the isnan guard (a fully masked row

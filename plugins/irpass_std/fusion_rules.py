@@ -599,16 +599,19 @@ _LAYOUT_OPS = ("reshape", "transpose", "expand_dims", "broadcast_to")
 
 class _View:
     """An expression read as ``base`` through a chain of layout ops (``steps``, from the
-    base up: ``[op name, attrs, result shape, original node or None]``), with the scalar
-    factors met along the chain taken out (their product is ``scale``).
+    base up: ``[op name, attrs, result shape, original node, its rebuilt form]``), with the
+    scalar factors met along the chain taken out (their product is ``scale``).
 
-    The rule edits the steps (un-transposes a key, drops a grouped-query repeat), then
-    :meth:`build` makes the expression, reusing the original nodes up to the first step
-    that changed or had a factor taken out below it.
+    The chain is read on the typed nodes of the round and, in step, on their rebuilt forms
+    (the driver's ``post`` nodes, where this round's rewrites of the inputs are), as far as
+    those are the same calls. The rule edits the steps (un-transposes a key, drops a
+    grouped-query repeat), then :meth:`build` makes the expression from the rebuilt forms,
+    reusing nodes up to the first step that changed or had a factor taken out below it.
     """
 
-    def __init__(self, base: Expr, base_shape: tuple[Any, ...]) -> None:
+    def __init__(self, base: Expr, base_post: Expr, base_shape: tuple[Any, ...]) -> None:
         self.base = base
+        self.base_post = base_post
         self.base_shape = base_shape
         self.steps: list[list[Any]] = []
         self.scale = 1.0
@@ -628,7 +631,7 @@ class _View:
             st[0] for st in self.steps[len(self.steps) - len(names):]) == names
 
     def push(self, name: str, attrs: dict[str, Any], shape: tuple[Any, ...]) -> None:
-        self.steps.append([name, attrs, tuple(shape), None])
+        self.steps.append([name, attrs, tuple(shape), None, None])
 
     def pop(self, count: int = 1) -> list[Any]:
         """Remove the last ``count`` steps; the last one removed."""
@@ -636,18 +639,17 @@ class _View:
             step = self.steps.pop()
         return step
 
-    def build(self, pre: Expr, post: Expr) -> Expr:
-        """The expression; ``post`` (the rebuilt form of ``pre``, the expression the view
-        was read from) when that is what it comes to."""
-        out = self.base
-        for name, attrs, _shape, orig in self.steps:
-            if orig is None:
-                out = _layout_call(name, out, attrs)
-            elif orig.args[0] is not out:  # a factor was taken out below it
+    def build(self) -> Expr:
+        """The expression the view stands for (its scale left out)."""
+        out = self.base_post
+        for name, attrs, _shape, orig, rebuilt in self.steps:
+            if rebuilt is not None and rebuilt.args[0] is out:
+                out = rebuilt  # nothing below it changed
+            elif orig is not None:
                 out = Call(orig.op, [out], orig.attrs)
             else:
-                out = orig  # nothing below it changed
-        return post if out is pre else out
+                out = _layout_call(name, out, attrs)
+        return out
 
 
 def _layout_call(name: str, data: Expr, attrs: dict[str, Any]) -> Expr:
@@ -676,32 +678,45 @@ def _scalar_factor(c: Call) -> tuple[Expr, float] | None:
     return (x, s) if _same_type(_tensor(x), _tensor(c)) else None
 
 
-def _read_view(e: Expr) -> _View | None:
-    """``e`` as a :class:`_View` (None when a node on the way is untyped: a rule built it
-    in this round, and the next round sees it typed)."""
-    chain: list[tuple[Call | None, float, TensorType]] = []  # top down
-    node = e
+def _same_call(rebuilt: Expr | None, c: Call) -> Call | None:
+    """``rebuilt`` when it is ``c`` rebuilt over new arguments (same op and attributes)."""
+    if (type(rebuilt) is Call and rebuilt.op is c.op and len(rebuilt.args) == len(c.args)
+            and (rebuilt.attrs is c.attrs or rebuilt.attrs == c.attrs)):
+        return rebuilt
+    return None
+
+
+def _read_view(e: Expr, e_post: Expr) -> _View | None:
+    """``e`` (``e_post`` rebuilt) as a :class:`_View`; None when a node on the way is
+    untyped (a rule built it in this round: the next round sees it typed)."""
+    chain: list[tuple[Call | None, Call | None, float, TensorType]] = []  # top down
+    node: Expr = e
+    post: Expr | None = e_post
     while True:
         t = _tensor(node)
         if t is None:
             return None
         c = _call(node, *_LAYOUT_OPS)
         if c is not None and (c.op.name != "transpose" or c.attrs["axes"] is not None):
-            chain.append((c, 1.0, t))
-            node = c.args[0]
+            pc = _same_call(post, c)
+            chain.append((c, pc, 1.0, t))
+            node, post = c.args[0], (pc.args[0] if pc is not None else None)
             continue
         c = _call(node, "multiply", "divide")
         factor = _scalar_factor(c) if c is not None else None
-        if factor is None:
+        if c is None or factor is None:
             break
-        chain.append((None, factor[1], t))
-        node = factor[0]
-    view = _View(node, tuple(t.shape))
-    for call, factor, ty in reversed(chain):
+        pc = _same_call(post, c)
+        chain.append((None, None, factor[1], t))
+        index = 0 if c.args[0] is factor[0] else 1
+        node, post = factor[0], (pc.args[index] if pc is not None else None)
+    view = _View(node, post if post is not None else node, tuple(t.shape))
+    for call, rebuilt, factor, ty in reversed(chain):
         if call is None:
             view.scale *= factor
         else:
-            view.steps.append([call.op.name, dict(call.attrs.items()), tuple(ty.shape), call])
+            view.steps.append([call.op.name, dict(call.attrs.items()), tuple(ty.shape), call,
+                               rebuilt])
     return view
 
 
@@ -895,7 +910,7 @@ class Attention(_FusionRule):
         if not math.isfinite(scale) or scale == 0.0:
             return None
         mask = self._mask(m, scores, dtype, nan_guard)
-        views = _attention_inputs(m.pre(self.q), m.pre(self.kt), m.pre(self.v), scores, out_t)
+        views = _attention_inputs(m, self.q, self.kt, self.v, scores, out_t)
         if mask is None or views is None:
             return None
         q, k, v = views
@@ -903,11 +918,7 @@ class Attention(_FusionRule):
         head_dim = q.shape[3]
         default = type(head_dim) is int and head_dim > 0 and abs(
             scale * math.sqrt(head_dim) - 1.0) <= 1e-6
-        # an input read as it is keeps this round's rewrites below it (its post form);
-        # one read through its layout ops is rebuilt from the typed nodes
-        query, value = q.build(m.pre(self.q), m.post(self.q)), v.build(m.pre(self.v),
-                                                                        m.post(self.v))
-        key = k.build(m.pre(self.kt), m.post(self.kt))
+        query, key, value = q.build(), k.build(), v.build()
         bias = mask.mask
         if bias is not None and self.mask in m and bias is m.pre(self.mask):
             bias = m.post(self.mask)
@@ -924,11 +935,12 @@ class Attention(_FusionRule):
         return _Mask()
 
 
-def _attention_inputs(q: Expr, kt: Expr, v: Expr, scores: tuple[Any, ...],
-                      out_t: TensorType) -> tuple[_View, _View, _View] | None:
+def _attention_inputs(m: _Match, q: DFPattern, kt: DFPattern, v: DFPattern,
+                      scores: tuple[Any, ...], out_t: TensorType
+                      ) -> tuple[_View, _View, _View] | None:
     """The views of query, key (un-transposed, un-repeated) and value, when their shapes
     are attention's: q (B, H, Sq, D), k (B, Hkv, Skv, D), v (B, Hkv, Skv, Dv)."""
-    qv, kv, vv = _read_view(q), _read_view(kt), _read_view(v)
+    qv, kv, vv = (_read_view(m.pre(p), m.post(p)) for p in (q, kt, v))
     if qv is None or kv is None or vv is None or vv.scale != 1.0:
         return None  # a factor on v stays where it is: no fusion
     if len(kv.shape) != 4:
