@@ -13,6 +13,12 @@ user runs it, and each part is timed:
   (``optimized_model_filepath``); its node count is shown, its time only for reference (it
   also builds the session).
 
+With ``--export-opset N`` the irpass worker also exports each -O3 module at opset ``N`` (as
+the config key ``onnx.export_opset`` sets it; untimed) and the table gets a column with that
+export's node count, next to irpass's own (which exports at the opset the model was
+imported with). From opset 23 the exporter writes the fused ops of -O3 (attention, RMS norm,
+rotary embedding; GELU from 20, SiLU as Swish from 24) as one node each.
+
 Each tool runs in a fresh process of its own, one after the other (never two at once). The
 process imports the tool and runs it once on a warm-up model, untimed, then runs every model
 ``--repeat`` times in rounds (model 1, model 2, ..., then again), each run on a fresh load of
@@ -30,6 +36,7 @@ load and save of the weights are most of the file-to-file time and no tool can g
     /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py bert vit --repeat 1
     nice -n 10 python contrib/irpass-onnx/benchmarks/bench_zoo.py --clock cpu  # a busy machine
     python contrib/irpass-onnx/benchmarks/bench_zoo.py --models-dir /tmp/full --tools irpass,onnxsim
+    /work/venv-zoo/bin/python contrib/irpass-onnx/benchmarks/bench_zoo.py hf_ --export-opset 24
 
 It needs the pack's ``[bench]`` extra (onnxsim, onnxslim) and onnxruntime. The output is the
 Markdown table pasted into ``benchmarks/README.md``, the tools' versions first.
@@ -59,6 +66,10 @@ WARMUP = "tv_squeezenet.torchscript17.onnx"
 CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 #: The clock the tools are timed with (the worker sets it from ``--clock``).
 clock: Callable[[], float] = time.perf_counter
+#: The extra export opset of the irpass worker (``--export-opset``; None: no extra export).
+export_opset: int | None = None
+#: The -O3 module of the irpass worker's last run (exported again at ``export_opset``).
+_last_module: Any = None
 DISTRIBUTIONS = ("irpass", "irpass-onnx", "onnx", "onnxsim", "onnxslim", "onnxruntime", "numpy")
 
 
@@ -92,7 +103,23 @@ def _irpass(model: Any) -> tuple[Any, dict[str, float]]:
         mod = default_pipeline(3)(mod)
     t2 = clock()
     out = to_onnx(mod)
-    return out, {"import": t1 - t0, "o3": t2 - t1, "export": clock() - t2}
+    parts = {"import": t1 - t0, "o3": t2 - t1, "export": clock() - t2}
+    global _last_module
+    _last_module = mod
+    return out, parts
+
+
+def _nodes_at_opset(opset: int) -> int | None:
+    """The node count of the last -O3 module exported at ``opset`` (as the config key
+    ``onnx.export_opset`` sets it; untimed); None when that export fails."""
+    from irpass.transform import PassContext
+    from irpass_onnx import to_onnx
+
+    try:
+        with PassContext(config={"onnx.export_opset": opset}):
+            return len(to_onnx(_last_module).graph.node)
+    except Exception:  # noqa: BLE001 - shown as "fail" in its column
+        return None
 
 
 def _onnxsim(model: Any) -> tuple[Any, dict[str, float]]:
@@ -155,12 +182,14 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
-           models_dir: Path = MODELS_DIR) -> int:
+           models_dir: Path = MODELS_DIR, opset: int | None = None) -> int:
     """Run ``tool`` on ``files`` of ``models_dir`` (``repeat`` rounds after one warm-up run on
     the committed zoo's :data:`WARMUP`); print one JSON line per model: its median times and
-    output node count, or the error."""
-    global clock
+    output node count (irpass with ``opset``: also the node count of its export at that
+    opset), or the error."""
+    global clock, export_opset
     clock = CLOCKS[clock_name]
+    export_opset = opset if tool == "irpass" else None
     run = RUNNERS[tool]
     results: dict[str, dict[str, Any]] = {f: {"times": []} for f in files}
     with tempfile.TemporaryDirectory() as tmp:
@@ -177,6 +206,8 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
                 try:
                     result["times"].append(run(str(models_dir / file), out))
                     result["nodes"], result["shape_nodes"] = _node_counts(out)
+                    if export_opset is not None:
+                        result["nodes_at_opset"] = _nodes_at_opset(export_opset)
                 except Exception as exc:  # noqa: BLE001 - recorded for the table
                     result["error"] = _one_line(f"{type(exc).__name__}: {exc}")
                 finally:
@@ -192,10 +223,11 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
 
 
 def _measure(tool: str, files: Sequence[str], repeat: int, clock_name: str,
-             models_dir: Path) -> dict[str, dict[str, Any]]:
+             models_dir: Path, opset: int | None = None) -> dict[str, dict[str, Any]]:
     """Run the worker of ``tool`` in a fresh process; its results by file."""
     cmd = [sys.executable, __file__, "--worker", tool, "--repeat", str(repeat), "--clock",
-           clock_name, "--models-dir", str(models_dir), *files]
+           clock_name, "--models-dir", str(models_dir),
+           *(["--export-opset", str(opset)] if opset is not None else []), *files]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     results = {}
     for line in done.stdout.splitlines():
@@ -243,20 +275,26 @@ def _nodes(result: dict[str, Any], shapes: bool = False) -> str:
 
 
 def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[str, Any]]],
-           models_dir: Path = MODELS_DIR) -> list[str]:
+           models_dir: Path = MODELS_DIR, opset: int | None = None) -> list[str]:
     """The Markdown table, a totals line and the failures. For models with dynamic inputs
     (``make_models.py --size dynamic``) the node counts show the nodes that only compute
-    shapes in parentheses, and the summary compares both counts."""
+    shapes in parentheses, and the summary compares both counts. With ``opset`` (the
+    irpass worker's ``--export-opset``) a column shows the node count of irpass's export at
+    that opset, and the summary compares it with the other tools'."""
     dynamic = any(i.get("dynamic") for e in entries for i in e["inputs"])
     lean = 0  # models where irpass leaves no more nodes and shape nodes than both others
+    at_opset = f"irpass opset {opset} | " if opset is not None else ""
     lines = [
-        "| model | nodes | irpass | onnxsim | onnxslim | ORT extended | irpass in memory s "
-        "(import + -O3 + export) | onnxsim in memory s | onnxslim in memory s | onnxsim / irpass "
-        "in memory | irpass file to file s | onnxsim file to file s | onnxsim / irpass file "
-        "to file |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: |",
+        f"| model | nodes | irpass | {at_opset}onnxsim | onnxslim | ORT extended | irpass in "
+        "memory s (import + -O3 + export) | onnxsim in memory s | onnxslim in memory s | "
+        "onnxsim / irpass in memory | irpass file to file s | onnxsim file to file s | "
+        "onnxsim / irpass file to file |",
+        "| --- | ---: | ---: | " + ("---: | " if opset is not None else "") + "---: | ---: "
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    # models where the export at ``opset`` has fewer nodes than onnxsim's and onnxslim's
+    # and no more than ORT's extended optimizer's
+    target = measured = 0
     failures: list[str] = []
     totals = {(tool, part): 0.0 for tool in ("irpass", "onnxsim") for part in ("memory", "total")}
     faster = {"memory": 0, "total": 0}
@@ -285,8 +323,17 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
         exported = str(entry["nodes"])
         if dynamic:
             exported = "{} ({})".format(*_node_counts(str(models_dir / file)))
+        extra = ""
+        if opset is not None:
+            count = ir.get("nodes_at_opset")
+            extra = f"| {_nodes(ir) if 'nodes_at_opset' not in ir else count or 'fail'} "
+            others = [r[t].get("nodes") for t in ("onnxsim", "onnxslim", "ort")]
+            if count is not None and None not in others:
+                measured += 1
+                target += count < others[0] and count < others[1] and count <= others[2]
         lines.append(f"| {file.removesuffix('.onnx')} | {exported} | {_nodes(ir, dynamic)} "
-                     f"| {_nodes(r['onnxsim'], dynamic)} | {_nodes(r['onnxslim'], dynamic)} "
+                     f"{extra}| {_nodes(r['onnxsim'], dynamic)} "
+                     f"| {_nodes(r['onnxslim'], dynamic)} "
                      f"| {_nodes(r['ort'], dynamic)} "
                      f"| {parts} | {_secs(r['onnxsim'], 'memory')} "
                      f"| {_secs(r['onnxslim'], 'memory')} | {shown['memory']} | {_secs(ir)} "
@@ -306,6 +353,10 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
         f"{overall('memory', 'In memory')}. {overall('total', 'File to file')}. irpass leaves "
         f"fewer nodes than both onnxsim and onnxslim on {fewer}.",
     ]
+    if opset is not None:
+        summary.append(f"At export opset {opset} irpass leaves fewer nodes than onnxsim and "
+                       f"onnxslim and no more than ORT extended on {target} of the {measured} "
+                       f"models all four tools finished.")
     if dynamic:
         summary.append(f"Node counts: all nodes (those only computing shapes). irpass leaves no "
                        f"more nodes and no more shape nodes than onnxsim and onnxslim on {lean} "
@@ -328,11 +379,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models-dir", type=Path, default=MODELS_DIR,
                         help="a folder with models.json, e.g. make_models.py --size full's "
                              "(default: the committed zoo)")
+    parser.add_argument("--export-opset", type=int, default=None, metavar="N",
+                        help="also export irpass's -O3 module at ONNX opset N (the config key "
+                             "onnx.export_opset) and show that export's node count in a "
+                             "column of its own")
     parser.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     models_dir = args.models_dir.resolve()
     if args.worker:
-        return worker(args.worker, args.models, args.repeat, args.clock, models_dir)
+        return worker(args.worker, args.models, args.repeat, args.clock, models_dir,
+                      args.export_opset)
     try:
         manifest = json.loads((models_dir / "models.json").read_text())
     except (OSError, ValueError) as err:
@@ -353,9 +409,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {t: {f: {"skipped": True} for f in files} for t in TOOLS}
     for tool in tools:
         start = time.perf_counter()
-        results[tool] = _measure(tool, files, args.repeat, args.clock, models_dir)
+        results[tool] = _measure(tool, files, args.repeat, args.clock, models_dir,
+                                 args.export_opset if tool == "irpass" else None)
         print(f"{tool}: {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    print("\n".join(render(entries, results, models_dir)))
+    print("\n".join(render(entries, results, models_dir, args.export_opset)))
     return 0
 
 
