@@ -163,6 +163,19 @@ def test_layer_norm_keeps_a_factor_along_another_axis_after_the_norm() -> None:
     assert counts(after)["multiply"] == 1 and counts(after)["add"] == 1
 
 
+def test_layer_norm_stays_decomposed_when_the_user_asked_for_it() -> None:
+    """SimplifyInference decomposes nn.layer_norm under its option; -O3 must not fuse it
+    back."""
+    x = var("x", shape=X3)
+    mod = module([x], op.nn.layer_norm(x, const(rand((16,), 1)), const(rand((16,), 2))))
+    config = {"std.SimplifyInference.decompose_layer_norm": True}
+    with PassContext(opt_level=3, disabled_pass=["FuseOps"], config=config):
+        out = default_pipeline(3)(mod)
+    assert counts(out)["nn.layer_norm"] == 0 and counts(out)["mean"] == 2
+    with PassContext(opt_level=3, disabled_pass=["FuseOps"]):
+        assert counts(default_pipeline(3)(mod))["nn.layer_norm"] == 1
+
+
 @pytest.mark.parametrize("miss", ["eps_negative", "cube", "axis_1", "shared_var"])
 def test_layer_norm_near_misses(miss: str) -> None:
     x = var("x", shape=X3)

@@ -54,7 +54,9 @@ from irpass.ir.dataflow_pattern import (
     wildcard,
 )
 from irpass.ir.dataflow_pattern.matcher import Matcher
-from irpass.transform import Rule, RuleSet
+from irpass.transform import PassContext, Rule, RuleSet
+
+from .simplify_inference import DECOMPOSE_LAYER_NORM
 
 __all__ = [
     "FUSE",
@@ -249,7 +251,8 @@ class LayerNorm(_FusionRule):
     Over the last axis; the square written as ``power(d, 2)`` or ``d * d``, the division
     as a divide or a multiply by ``1 / sqrt(...)``; gamma and beta (each optional) broadcast
     along the last axis only. A gamma or beta that does not (a residual added after an
-    un-scaled norm) stays a multiply or add after the fused norm.
+    un-scaled norm) stays a multiply or add after the fused norm. Nothing fuses under
+    ``std.SimplifyInference.decompose_layer_norm``: the user asked for the decomposition.
     """
 
     def __init__(self) -> None:
@@ -269,6 +272,8 @@ class LayerNorm(_FusionRule):
         self.pattern = is_op("add")(scaled, self.beta) | scaled
 
     def fuse(self, pre: Expr, m: _Match) -> Expr | None:
+        if PassContext.current().config.get(DECOMPOSE_LAYER_NORM, False):
+            return None  # the user asked for layer norms decomposed (SimplifyInference)
         xt = _float_type(m.pre(self.x))
         if xt is None or not xt.shape:
             return None
@@ -1035,6 +1040,7 @@ FUSE = RuleSet(
         Rule("matmul_dense", MatmulToDense()),
     ],
     doc="transformer and CNN decompositions become fused ops (std's FusePatterns pass)",
+    pass_name="FusePatterns",
 )
 
 #: The pass applying :data:`FUSE` (opt level 2; std runs it after FoldConstant).
