@@ -426,3 +426,19 @@ def test_the_scan_finds_the_one_node_that_may_fire():
     index = RuleIndex([add_zero(), merge_adds()])
     assert not index.may_fire(body)
     assert index.may_fire(op.add(op.exp(op.add(body, c(0))), body))
+
+
+def test_prepared_callbacks_serve_both_drivers_many_times():
+    from irpass.ir.dataflow_pattern import prepare
+
+    x = var("x", shape=S)
+    before = op.add(op.add(op.add(x, c(1)), c(2)), c(0))
+    prepared = prepare([add_zero(), merge_adds()])
+    assert prepare(prepared.callbacks) is prepared  # the same callbacks: the same index
+    for _ in range(2):
+        greedy = rewrite_greedy(prepared, before)
+        rounds = rewrite(prepared, before)
+        assert greedy.args[0] is x and rounds.args[0] is x
+        assert float(greedy.args[1].data) == float(rounds.args[1].data) == 3
+    with pytest.raises(TypeError, match=r"callbacks\[1\] must be a DFPatternCallback"):
+        prepare([add_zero(), 42])

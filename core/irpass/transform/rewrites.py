@@ -32,8 +32,9 @@ Canonicalize leaves it out, ``[rewrites] disable`` still reaches its rules.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +44,11 @@ from ..ir.dataflow_pattern import (
     DFPatternCallback,
     RewriteLimitError,
     RewriteTypeError,
+    prepare,
     rewrite,
     rewrite_greedy,
 )
+from ..ir.dataflow_pattern.index import RuleIndex
 from ..ir.expr import Expr, set_checked_type
 from ..ir.nodes import Function
 from ..ir.structural import structural_equal
@@ -155,6 +158,8 @@ class RuleSet:
         #: The pass that applies this rule set by itself, if one does (Canonicalize
         #: then leaves it out).
         self.pass_name = pass_name
+        # run_rule_set's rule lists, by (plugin, disabled names)
+        self._enabled: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, Rule]]] = {}
 
     def rule_names(self) -> list[str]:
         """The full names of the rules, ``<ruleset>.<rule>``."""
@@ -242,8 +247,14 @@ def run_rule_set(ruleset: RuleSet, func: Function, mod: IRModule, ctx: PassConte
     if bound is None:
         return func
     who = owner if owner is not None else _owner_of(ruleset)
-    rules = _filter([(full, who, rule) for full, rule in zip(ruleset.rule_names(),
-                                                           ruleset.rules, strict=True)], disable)
+    key = (who, tuple(disable))
+    rules = ruleset._enabled.get(key)
+    if rules is None:
+        rules = ruleset._enabled[key] = _filter(
+            [(full, who, rule) for full, rule in zip(ruleset.rule_names(), ruleset.rules,
+                                                    strict=True)], disable)
+        # found by identity: run_rule_set never changes the list
+        _BY_LIST[(id(rules), not greedy)] = (rules, _prepared(rules, not greedy))
     return run_rules_in_pass(func, mod, ctx, rules, bound, greedy=greedy, options=options)
 
 
@@ -280,20 +291,33 @@ class RewriteResult:
 _Deferred = list[tuple[str, str, Expr, Expr]]
 
 
+class _Run:
+    """What one :func:`apply_rules` call collects from its rules' callbacks."""
+
+    __slots__ = ("hits", "deferred")
+
+    def __init__(self) -> None:
+        self.hits: Counter[str] = Counter()
+        self.deferred: _Deferred = []
+
+
+# The apply_rules call in progress (its callbacks are shared between calls: see _wrappers).
+_RUN: ContextVar[_Run] = ContextVar("irpass_apply_rules_run")
+
+
 class _Counted(DFPatternCallback):
     """A rule's callback, counted and checked (subclassed per rule, named after it, so
-    the messages of the drivers name the rule). ``deferred`` is None for the greedy
-    walk, which types and checks replacements itself."""
+    the messages of the drivers name the rule). ``checks`` is false for the greedy
+    walk, which types and checks replacements itself. The hits and the replacements
+    to check later go to the :class:`_Run` of the apply_rules call in progress."""
 
-    def __init__(self, full: str, owner: str, rule: Rule, hits: Counter[str],
-                 deferred: _Deferred | None) -> None:
+    def __init__(self, full: str, owner: str, rule: Rule, checks: bool) -> None:
         inner = rule.callback
         # Typed rounds always: replacements are checked against the type of what they
         # replace, and callbacks may read checked_type on ``pre`` in every round.
         super().__init__(require_type=True, rewrite_once=inner.rewrite_once)
         self.pattern = inner.pattern
-        self.full, self.owner, self.inner = full, owner, inner
-        self.hits, self.deferred = hits, deferred
+        self.full, self.owner, self.inner, self.checks = full, owner, inner, checks
 
     def callback(self, pre: Expr, post: Expr, node_map: Any) -> Expr:
         try:
@@ -306,18 +330,43 @@ class _Counted(DFPatternCallback):
         if not isinstance(out, Expr):
             raise RuleFailure(f"{_who(self.full, self.owner)} returned {type(out).__name__} "
                               f"{out!r:.60}, not an expression", self.full, pre)
-        if self.deferred is None:
-            pass  # the greedy walk types it and compares
-        elif pre._checked_type is not None:
+        run = _RUN.get()
+        if self.checks and pre._checked_type is not None:
             if out._checked_type is not None:
                 _compare(self.full, self.owner, pre, out, out._checked_type)
             else:
                 # Built in this round: typing it here would walk everything below it
                 # (quadratic on a chain); the next round's typing (or the final one) types
                 # it, and apply_rules compares then.
-                self.deferred.append((self.full, self.owner, pre, out))
-        self.hits[self.full] += 1
+                run.deferred.append((self.full, self.owner, pre, out))
+        run.hits[self.full] += 1
         return out
+
+
+# The wrappers of recent rule lists and their rule index, so a pass run on many
+# functions builds them once: (checks, ((full, owner, id(rule)), ...)) -> (the rules,
+# kept alive so their ids stay theirs; the wrappers' index). A rule list run_rule_set
+# keeps is also found by its identity, without the key.
+_WRAPPERS: OrderedDict[tuple, tuple[list[Rule], RuleIndex]] = OrderedDict()
+_BY_LIST: dict[tuple[int, bool], tuple[Sequence[Any], RuleIndex]] = {}
+_WRAPPERS_KEPT = 32
+
+
+def _prepared(rules: Sequence[tuple[str, str, Rule]], checks: bool) -> RuleIndex:
+    """The prepared (:func:`~irpass.ir.dataflow_pattern.prepare`) wrappers of ``rules``."""
+    known = _BY_LIST.get((id(rules), checks))
+    if known is not None and known[0] is rules:
+        return known[1]
+    key = (checks, tuple((full, owner, id(rule)) for full, owner, rule in rules))
+    found = _WRAPPERS.get(key)
+    if found is not None:
+        _WRAPPERS.move_to_end(key)
+        return found[1]
+    index = prepare([_counted(full)(full, owner, rule, checks) for full, owner, rule in rules])
+    _WRAPPERS[key] = ([rule for _, _, rule in rules], index)
+    if len(_WRAPPERS) > _WRAPPERS_KEPT:
+        _WRAPPERS.popitem(last=False)
+    return index
 
 
 def _who(full: str, owner: str) -> str:
@@ -382,15 +431,25 @@ def apply_rules(func: Function, rules: Sequence[tuple[str, str, Rule]],
     without them (their names are in ``non_converging``). ``func`` should be typed
     (InferType) so that the first round's replacements are checked too.
     """
+
+    token = _RUN.set(_Run())
+    try:
+        return _apply_rules(func, rules, mod, max_rounds, greedy, options)
+    finally:
+        _RUN.reset(token)
+
+
+def _apply_rules(func: Function, active: Sequence[tuple[str, str, Rule]], mod: IRModule | None,
+                 max_rounds: int, greedy: bool, options: Mapping[str, Any] | None
+                 ) -> RewriteResult:
     from ..ir.type_infer import infer_type
 
-    active = list(rules)
     result = RewriteResult(func)
     while active:
-        hits: Counter[str] = Counter()
-        deferred: _Deferred = []
-        callbacks = [_counted(full)(full, owner, rule, hits, None if greedy else deferred)
-                     for full, owner, rule in active]
+        run = _RUN.get()
+        run.hits = hits = Counter()
+        run.deferred = deferred = []
+        callbacks = _prepared(active, not greedy)
         try:
             if greedy:
                 body = rewrite_greedy(callbacks, func.body, mod, max_rounds, options)

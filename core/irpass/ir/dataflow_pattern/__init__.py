@@ -63,6 +63,7 @@ from .rewrite import (
     DFPatternCallback,
     RewriteLimitError,
     partition,
+    prepare,
     rewrite,
 )
 
@@ -105,6 +106,7 @@ __all__ = [
     "is_var",
     "match",
     "partition",
+    "prepare",
     "rewrite",
     "rewrite_context",
     "rewrite_greedy",

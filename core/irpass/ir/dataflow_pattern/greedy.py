@@ -47,16 +47,14 @@ from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
 from ..types import FuncType, TupleType, Type
 from .context import RewriteContext, enter, leave
-from .index import Candidate, RuleIndex
+from .index import Candidate, RuleIndex, index_for
 from .matcher import Graph, Matcher, inputs_of
-from .pattern import DominatorPattern
 from .rewrite import (
     DEFAULT_MAX_ROUNDS,
     DFPatternCallback,
     RewriteLimitError,
     _callback_name,
     _check_callbacks,
-    pattern_order,
 )
 
 __all__ = ["RewriteTypeError", "rewrite_greedy"]
@@ -83,7 +81,7 @@ class RewriteTypeError(IRPassError, TypeError):
 
 
 def rewrite_greedy(
-    callbacks: DFPatternCallback | Sequence[DFPatternCallback],
+    callbacks: DFPatternCallback | Sequence[DFPatternCallback] | RuleIndex,
     expr: Expr,
     mod: IRModule | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -92,7 +90,9 @@ def rewrite_greedy(
     """Rewrite ``expr`` with ``callbacks`` in one bottom-up walk to a fixed point.
 
     See the module docstring for the order and the typing. Earlier callbacks win at a
-    node. ``rewrite_once`` callbacks are tried only at the input's own nodes, once.
+    node (``callbacks`` may be what :func:`~.rewrite.prepare` made of them, to check
+    and index them once for many calls). ``rewrite_once`` callbacks are tried only at
+    the input's own nodes, once.
     ``options`` are handed to the callbacks as ``rewrite_context().options``.
     ``expr`` itself is never changed (the types the walk gives to the nodes it builds
     aside). Raises :class:`~.rewrite.RewriteLimitError` when more than ``max_rounds``
@@ -107,10 +107,10 @@ def rewrite_greedy(
         raise TypeError(f"rewrite_greedy: expr must be an Expr, got {type(expr).__name__}")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise ValueError(f"rewrite_greedy: max_rounds must be an int >= 1, got {max_rounds!r}")
-    for cb in cbs:
-        if any(type(p) is DominatorPattern for p in pattern_order(cb.pattern)):  # type: ignore[arg-type]
-            raise TypeError(f"rewrite_greedy: {_callback_name(cb)} has a dominator pattern, "
-                            f"which needs the whole graph: use rewrite()")
+    index = callbacks if isinstance(callbacks, RuleIndex) else index_for(cbs)
+    if index.with_dominators:
+        raise TypeError(f"rewrite_greedy: {_callback_name(index.with_dominators[0])} has a "
+                        f"dominator pattern, which needs the whole graph: use rewrite()")
     if expr._checked_type is None and type(expr) is not Op:
         try:
             expr = infer_type(expr, mod)
@@ -118,7 +118,6 @@ def rewrite_greedy(
             if any(cb.require_type for cb in cbs):
                 raise
             # an untyped program: replacements are not typed or checked
-    index = RuleIndex(cbs)
     if not index.may_fire(expr):
         return expr
     walk = _Walk(index, mod, max_rounds, options)

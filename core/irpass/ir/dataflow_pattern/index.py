@@ -19,6 +19,7 @@ passes.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,7 +46,7 @@ from .pattern import (
     VarPattern,
 )
 
-__all__ = ["RuleIndex", "quick_test", "root_ops"]
+__all__ = ["RuleIndex", "index_for", "quick_test", "root_ops"]
 
 # Patterns that only add a condition to the pattern they wrap.
 _WRAPPERS = (AttrPattern, TypePattern, DataTypePattern, ShapePattern)
@@ -310,11 +311,34 @@ def _some_argument(kind_lists: list[list[Any] | None]) -> Callable[[Expr], bool]
     return test
 
 
+# Recent indexes by the identities of their callbacks (kept alive with the index, so the
+# ids stay theirs): a pass that runs on many functions builds its index once.
+_INDEXES: OrderedDict[tuple[int, ...], RuleIndex] = OrderedDict()
+_INDEXES_KEPT = 32
+
+
+def index_for(callbacks: Sequence[Any]) -> RuleIndex:
+    """The :class:`RuleIndex` of ``callbacks`` (a recent one for the same callbacks)."""
+    key = tuple(x for cb in callbacks for x in (id(cb), id(cb.pattern)))
+    index = _INDEXES.get(key)
+    if index is not None:
+        _INDEXES.move_to_end(key)
+        return index
+    index = _INDEXES[key] = RuleIndex(callbacks)
+    if len(_INDEXES) > _INDEXES_KEPT:
+        _INDEXES.popitem(last=False)
+    return index
+
+
 class RuleIndex:
     """The callbacks by the op at their pattern's root, in their given order, each with
-    its :func:`quick_test` for that op."""
+    its :func:`quick_test` for that op. ``with_dominators`` lists the callbacks whose
+    pattern holds a dominator pattern."""
 
     def __init__(self, callbacks: Sequence[Any]) -> None:
+        self.callbacks = list(callbacks)
+        self.patterns = [cb.pattern for cb in self.callbacks]  # what index_for's key names
+        self.with_dominators = [cb for cb in self.callbacks if _has_dominator(cb.pattern)]
         self.by_op: dict[str, list[tuple[int, Candidate]]] = {}
         self.generic: list[tuple[int, Candidate]] = []
         for i, cb in enumerate(callbacks):
@@ -396,3 +420,16 @@ class RuleIndex:
                     push(child)
         return False
 
+
+
+def _has_dominator(p: DFPattern) -> bool:
+    seen: set[int] = set()
+    stack = [p]
+    while stack:
+        q = stack.pop()
+        if type(q) is DominatorPattern:
+            return True
+        if id(q) not in seen:
+            seen.add(id(q))
+            stack.extend(q.children())
+    return False

@@ -33,7 +33,7 @@ from ..module import IRModule
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
 from .context import RewriteContext, enter, leave
-from .index import RuleIndex
+from .index import RuleIndex, index_for
 from .matcher import Graph, Matcher, inputs_of, type_of
 from .pattern import (
     AltPattern,
@@ -54,6 +54,7 @@ __all__ = [
     "RewriteLimitError",
     "rewrite",
     "partition",
+    "prepare",
     "DEFAULT_MAX_ROUNDS",
     "PARTITIONED_FROM_PATTERN",
 ]
@@ -320,6 +321,8 @@ def _rebuild(graph: Graph, groups: dict[Expr, _Group],
 
 
 def _check_callbacks(callbacks: Any) -> list[DFPatternCallback]:
+    if isinstance(callbacks, RuleIndex):
+        return callbacks.callbacks  # checked when the index was made
     if isinstance(callbacks, DFPatternCallback):
         callbacks = [callbacks]
     if not isinstance(callbacks, Sequence):
@@ -336,8 +339,15 @@ def _check_callbacks(callbacks: Any) -> list[DFPatternCallback]:
     return out
 
 
+def prepare(callbacks: DFPatternCallback | Sequence[DFPatternCallback]) -> RuleIndex:
+    """``callbacks`` checked and indexed once, for many :func:`rewrite` or
+    :func:`~.greedy.rewrite_greedy` calls (a pass that runs on every function of a
+    module): both accept the result in place of the callbacks."""
+    return index_for(_check_callbacks(callbacks))
+
+
 def rewrite(
-    callbacks: DFPatternCallback | Sequence[DFPatternCallback],
+    callbacks: DFPatternCallback | Sequence[DFPatternCallback] | RuleIndex,
     expr: Expr,
     mod: IRModule | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
@@ -373,13 +383,13 @@ def rewrite(
         raise ValueError(f"rewrite: max_rounds must be an int >= 1, got {max_rounds!r}")
     current = expr
     rounds = 0
-    index = RuleIndex(cbs)
+    index = callbacks if isinstance(callbacks, RuleIndex) else index_for(cbs)
     while True:
         active = [cb for cb in cbs if rounds == 0 or not cb.rewrite_once]
         if not active:
             return current
         if rounds == 1 and len(active) < len(cbs):
-            index = RuleIndex(active)
+            index = index_for(active)
         if any(cb.require_type for cb in active):
             current = infer_type(current, mod)
         elif current._checked_type is None and any(_reads_types(cb.pattern) for cb in active):
