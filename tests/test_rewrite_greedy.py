@@ -15,7 +15,17 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from irpass import op
-from irpass.ir import Call, Function, Op, TensorType, Tuple, const, free_vars, var
+from irpass.ir import (
+    Call,
+    Function,
+    Op,
+    TensorType,
+    Tuple,
+    const,
+    free_vars,
+    structural_equal,
+    var,
+)
 from irpass.ir.dataflow_pattern import (
     DFPatternCallback,
     RewriteLimitError,
@@ -437,8 +447,9 @@ def test_prepared_callbacks_serve_both_drivers_many_times():
     assert prepare(prepared.callbacks) is prepared  # the same callbacks: the same index
     for _ in range(2):
         greedy = rewrite_greedy(prepared, before)
-        rounds = rewrite(prepared, before)
-        assert greedy.args[0] is x and rounds.args[0] is x
-        assert float(greedy.args[1].data) == float(rounds.args[1].data) == 3
+        assert greedy.args[0] is x and float(greedy.args[1].data) == 3
+        # the rounds: add_zero matches (and declines) at (x + 1) + 2 first, claiming it
+        assert structural_equal(rewrite(prepared, before),
+                                rewrite([add_zero(), merge_adds()], before))
     with pytest.raises(TypeError, match=r"callbacks\[1\] must be a DFPatternCallback"):
         prepare([add_zero(), 42])
