@@ -50,7 +50,7 @@ def run(pytester, *args):
 @pytest.fixture
 def ir_test(pytester):
     """A test file comparing FoldConstant's result with ``expected/fold.txt``."""
-    pytester.makepyfile(test_fold=PROGRAM + textwrap.dedent("""
+    pytester.makepyfile(test_pyt_fold=PROGRAM + textwrap.dedent("""
         def test_fold(assert_ir_matches):
             assert_ir_matches(folded(), "expected/fold.txt")
     """))
@@ -172,7 +172,7 @@ def irpass_register_passes():
 def test_plugin_sets_are_isolated_and_put_back(pytester):
     pytester.syspathinsert()
     pytester.makepyfile(pytester_plugin=PLUGIN, broken_plugin="raise ImportError('no luck')")
-    pytester.makepyfile(test_sets="""
+    pytester.makepyfile(test_pyt_sets="""
         import irpass.plugins
         import pytest
         from irpass.plugins import PluginError
@@ -251,7 +251,7 @@ def test_plugin_sets_are_isolated_and_put_back(pytester):
 
 
 def test_bad_marker_arguments_name_the_marker_and_the_test(pytester):
-    pytester.makepyfile(test_bad="""
+    pytester.makepyfile(test_pyt_bad="""
         import pytest
 
         @pytest.mark.irpass_plugins("std", autolod=True)
@@ -265,8 +265,8 @@ def test_bad_marker_arguments_name_the_marker_and_the_test(pytester):
     result = run(pytester)
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines([
-        "*TypeError: @pytest.mark.irpass_plugins on test_bad.py::test_typo: *autolod*",
-        "*TypeError: @pytest.mark.irpass_plugins on test_bad.py::test_block_str: "
+        "*TypeError: @pytest.mark.irpass_plugins on test_pyt_bad.py::test_typo: *autolod*",
+        "*TypeError: @pytest.mark.irpass_plugins on test_pyt_bad.py::test_block_str: "
         "irpass_plugins: block must be a list of plugin names, got 'std'",
     ])
 
@@ -275,7 +275,7 @@ def test_bad_marker_arguments_name_the_marker_and_the_test(pytester):
 
 
 def test_example_models_parametrize_the_test(pytester):
-    pytester.makepyfile(test_models="""
+    pytester.makepyfile(test_pyt_models="""
         import pytest
         from irpass.transform import get_pass
 
@@ -301,7 +301,7 @@ def test_example_models_parametrize_the_test(pytester):
 
 
 def test_check_semantics_fixture_catches_a_miscompile(pytester):
-    pytester.makepyfile(test_wrong="""
+    pytester.makepyfile(test_pyt_wrong="""
         import irpass
         from irpass.transform import module_pass
 
@@ -319,7 +319,7 @@ def test_check_semantics_fixture_catches_a_miscompile(pytester):
 
 
 def test_hypothesis_programs_with_the_check_semantics_fixture(pytester):
-    pytester.makepyfile(test_props="""
+    pytester.makepyfile(test_pyt_props="""
         from hypothesis import given, settings
         from irpass.testing import strategies as sts
         from irpass.transform import get_pass
@@ -343,7 +343,7 @@ def test_hypothesis_programs_with_the_check_semantics_fixture(pytester):
 
 
 def test_a_suite_that_does_not_use_it_sees_no_difference(pytester):
-    pytester.makepyfile(test_plain="""
+    pytester.makepyfile(test_pyt_plain="""
         import pytest
 
         @pytest.fixture
@@ -361,7 +361,7 @@ def test_a_suite_that_does_not_use_it_sees_no_difference(pytester):
                 if not line.startswith(("plugins:", "rootdir:"))]
 
     for args, shown in ((["-v", "--setup-show"], "(fixtures used: value) PASSED"),
-                        (["--fixtures-per-test"], "value -- test_plain.py:3")):
+                        (["--fixtures-per-test"], "value -- test_pyt_plain.py:3")):
         without = output(*args, "-p", "no:irpass")
         assert any(shown in line for line in without)
         assert output(*args) == without
@@ -369,7 +369,7 @@ def test_a_suite_that_does_not_use_it_sees_no_difference(pytester):
 
 
 def test_the_plugin_can_be_switched_off(pytester):
-    pytester.makepyfile(test_off="""
+    pytester.makepyfile(test_pyt_off="""
         def test_uses(assert_ir_matches):
             pass
     """)
@@ -388,7 +388,7 @@ def test_readme_testing_section_example_runs(pytester):
     section = README.read_text().split("### Testing a pass pack", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 2, "the section lost its examples"
-    pytester.makepyfile(test_pack="\n".join(blocks))
+    pytester.makepyfile(test_pyt_pack="\n".join(blocks))
     result = run(pytester, "--irpass-update")
     result.assert_outcomes(passed=7)
     written = pytester.path / "expected" / "fold.txt"
