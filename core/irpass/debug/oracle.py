@@ -18,6 +18,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,8 @@ class CommandFails(Oracle):
             raise OracleError(f"--test: command {words[0]!r} not found")
         self.command, self.words, self.suffix, self.timeout = command, words, suffix, timeout
         self._dir = tempfile.mkdtemp(prefix="irpass-test-")
+        # the candidates' folder goes with the oracle
+        weakref.finalize(self, shutil.rmtree, self._dir, True)
         self.last: list[str] = []
 
     def _bad(self, mod: IRModule) -> bool:
