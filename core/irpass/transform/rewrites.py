@@ -301,7 +301,7 @@ class _Run:
         self.deferred: _Deferred = []
 
 
-# The apply_rules call in progress (its callbacks are shared between calls: see _wrappers).
+# The apply_rules call in progress (its callbacks are shared between calls: see _prepared).
 _RUN: ContextVar[_Run] = ContextVar("irpass_apply_rules_run")
 
 

@@ -120,15 +120,15 @@ def rewrite_greedy(
             # an untyped program: replacements are not typed or checked
     if not index.may_fire(expr):
         return expr
-    walk = _Walk(index, mod, max_rounds, options)
-    token = enter(walk.context)
-    try:
-        # The walk's tables die inside the pause (see irpass.ir.gcpause).
-        with gc_paused():
+    # The walk's tables die inside the pause (see irpass.ir.gcpause).
+    with gc_paused():
+        walk = _Walk(index, mod, max_rounds, options)
+        token = enter(walk.context)
+        try:
             out = walk.run(expr)
-            del walk
-    finally:
-        leave(token)
+        finally:
+            leave(token)
+        del walk
     return out
 
 
