@@ -1,5 +1,6 @@
 """The hook implementations of the ``std`` plugin: the passes, their config
-options and their places in the default pipeline."""
+options, their places in the default pipeline and the rule sets of the passes
+written as rules."""
 
 from __future__ import annotations
 
@@ -31,12 +32,13 @@ from .fold_constant import FoldConstant
 from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, ForwardFoldScaleAxis
 from .functions import Inline, LambdaLift, RemoveUnusedFunctions
 from .fuse_ops import FuseOps
-from .fusion_rules import FusePatterns
+from .fusion_rules import FUSE, FusePatterns
 from .infer_type import InferType
 from .layout import AlterOpLayout, ConvertLayout
 from .normal_form import ToANormalForm, ToGraphNormalForm
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
+from .simplify_rules import SIMPLIFY
 
 _MODULES = (
     canonicalize,
@@ -79,6 +81,14 @@ def irpass_register_passes() -> Sequence[Any]:
         Inline,
         RemoveUnusedFunctions,
     ]
+
+
+@hookimpl
+def irpass_register_rewrites() -> Sequence[Any]:
+    """SimplifyExpr's and FusePatterns' rule sets (``simplify``, ``fuse``): listed by
+    ``irpass rewrites`` and disabled by name in ``[rewrites] disable``. Each names the
+    pass that applies it (``pass_name``), so Canonicalize leaves them to it."""
+    return [SIMPLIFY, FUSE]
 
 
 @hookimpl

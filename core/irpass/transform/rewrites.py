@@ -53,10 +53,10 @@ from ..ir.expr import Expr, set_checked_type
 from ..ir.nodes import Function
 from ..ir.structural import structural_equal
 from .config import register_config_option
+from .context import PassContext
 
 if TYPE_CHECKING:
     from ..ir.module import IRModule
-    from .context import PassContext
     from .passes import Pass
 
 __all__ = [
@@ -330,6 +330,9 @@ class _Counted(DFPatternCallback):
         if not isinstance(out, Expr):
             raise RuleFailure(f"{_who(self.full, self.owner)} returned {type(out).__name__} "
                               f"{out!r:.60}, not an expression", self.full, pre)
+        # each replacement is one rewrite of the pass for its debug counter (irpass bisect)
+        if not PassContext.current().debug_counter(self.full):
+            return post
         run = _RUN.get()
         if self.checks and pre._checked_type is not None:
             if out._checked_type is not None:

@@ -14,6 +14,13 @@ of them needs"; a constant rather than a call where a pattern names both): the g
 walk runs it before the callbacks' own tests, and the scan a driver makes first
 (:meth:`RuleIndex.may_fire`) runs only it, returning the program untouched when no node
 passes.
+
+Each callback also knows the ops its pattern needs (:func:`required_ops`: ops every
+match contains, in every alternative). :meth:`RuleIndex.for_program` leaves out the
+callbacks needing an op the program does not call, so a rule set of big patterns
+(std's ``fuse``: GELU needs ``erf`` or ``tanh``, LayerNorm ``mean`` and ``sqrt``) costs
+one walk on a program that has none of them, instead of digging into every
+``multiply`` there. The rounds driver asks it each round, on the program as it is then.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from .pattern import (
     VarPattern,
 )
 
-__all__ = ["RuleIndex", "index_for", "quick_test", "root_ops"]
+__all__ = ["RuleIndex", "index_for", "ops_called", "quick_test", "required_ops", "root_ops"]
 
 # Patterns that only add a condition to the pattern they wrap.
 _WRAPPERS = (AttrPattern, TypePattern, DataTypePattern, ShapePattern)
@@ -91,6 +98,78 @@ def root_ops(p: DFPattern) -> frozenset[str] | None:
     if t is DominatorPattern:
         return root_ops(p.child)
     return None
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def required_ops(p: DFPattern) -> frozenset[str]:
+    """Op names every expression ``p`` matches calls somewhere in it (a necessary
+    condition: a program calling none of them has no match of ``p``)."""
+    t = type(p)
+    if t is CallPattern:
+        name = pattern_op_name(p)
+        out = {name} if name is not None else set()
+        reassociates = name in ("divide", "multiply") and root_ops(p) != {name}
+        for a in p.args or ():
+            if reassociates and type(a) is CallPattern and \
+                    pattern_op_name(a) in ("divide", "multiply"):
+                # TVM's re-association regroups a * (b / c) as (a * b) / c: the same
+                # operand patterns, under a divide and a multiply in another order
+                for b in a.args or ():
+                    out |= required_ops(b)
+                out |= {"divide", "multiply"}
+            else:
+                out |= required_ops(a)
+        return frozenset(out)
+    if t is AltPattern:
+        return required_ops(p.left) & required_ops(p.right)
+    if t in _WRAPPERS:
+        return required_ops(p.pattern)
+    if t is DominatorPattern:
+        return required_ops(p.parent) | required_ops(p.child)
+    if t is TuplePattern:
+        return frozenset().union(*(required_ops(f) for f in p.fields or ()))
+    if t is TupleGetItemPattern:
+        return required_ops(p.tuple)
+    return _NONE
+
+
+def ops_called(root: Expr) -> frozenset[str]:
+    """The names of the ops called anywhere under ``root`` (iterative, linear)."""
+    names: set[str] = set()
+    seen: set[Expr] = set()
+    mark = seen.add
+    stack = [root]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        node = pop()
+        t = type(node)
+        if t is Call:
+            callee = node.op
+            if type(callee) is Op:
+                names.add(callee.name)
+                children: tuple[Expr, ...] = node.args
+            else:
+                children = (callee, *node.args)
+        elif t is Tuple:
+            children = node.fields
+        elif t is TupleGetItem:
+            children = (node.tuple_value,)
+        elif t is Let:
+            children = (node.value, node.body)
+        elif t is If:
+            children = (node.cond, node.true_branch, node.false_branch)
+        elif t is Function:
+            children = (node.body,)
+        else:
+            continue
+        for child in children:
+            if child not in seen:
+                mark(child)
+                push(child)
+    return frozenset(names)
 
 
 def _callee_ops(callee: DFPattern) -> frozenset[str] | None:
@@ -351,11 +430,28 @@ class RuleIndex:
                     self.by_op.setdefault(name, []).append((i, (cb, tests[name], fast)))
         self.generic_only: list[Candidate] = [c for _, c in self.generic]
         self._merged: dict[str, list[Candidate]] = {}
+        self.required = [required_ops(cb.pattern) for cb in self.callbacks]
+        # the sub-indexes for_program made, by the callbacks they keep
+        self._subsets: dict[tuple[int, ...], RuleIndex] = {}
         # Per op: one cheaper, weaker test for the scan: "some argument is of a kind
         # one of the callbacks needs an argument to be".
         self._any: dict[str, Callable[[Expr], bool] | None] = {
             name: _some_argument([_analysis(cb.pattern)[2].get(name) for _, (cb, _, _) in entries])
             for name, entries in self.by_op.items()}
+
+    def for_program(self, root: Expr) -> RuleIndex:
+        """This index without the callbacks that need an op ``root`` does not call
+        (:func:`required_ops`); ``self`` when every callback may match."""
+        if not any(self.required):
+            return self
+        called = ops_called(root)
+        keep = tuple(i for i, need in enumerate(self.required) if need <= called)
+        if len(keep) == len(self.callbacks):
+            return self
+        sub = self._subsets.get(keep)
+        if sub is None:
+            sub = self._subsets[keep] = RuleIndex([self.callbacks[i] for i in keep])
+        return sub
 
     def for_op(self, name: str) -> list[Candidate]:
         """The candidates for a call of op ``name``, in the callbacks' order."""

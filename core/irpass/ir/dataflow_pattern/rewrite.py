@@ -401,10 +401,12 @@ def rewrite(
                 pass  # untyped programs: the type patterns just do not match
         # The round's tables (graph, memo, groups) die inside the pause, so the
         # collection that ends it scans only what the round keeps (irpass.ir.gcpause).
-        if not index.may_fire(current):
+        # the callbacks whose patterns need ops the program calls (see the index)
+        round_index = index.for_program(current)
+        if not round_index.may_fire(current):
             return current
         with gc_paused():
-            new, fired = _rewrite_round(current, index, mod, options)
+            new, fired = _rewrite_round(current, round_index, mod, options)
         rounds += 1
         if new is current or structural_equal(new, current):
             return new
