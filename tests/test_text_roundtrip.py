@@ -92,7 +92,7 @@ def test_strategy_covers_every_node_kind():
     names: set[str] = set()
 
     # Derandomized: a fixed set of examples, so the coverage check cannot flake.
-    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck),
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck),
               derandomize=True, database=None)
     @given(sts.modules(max_nodes=30))
     def collect(mod):

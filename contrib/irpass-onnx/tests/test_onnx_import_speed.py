@@ -112,7 +112,9 @@ def test_weights_pass_from_the_read_model_to_the_export_without_copies():
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
              helper.make_node("Neg", ["v"], ["nv"]),
              helper.make_node("Add", ["h", "nv"], ["y"])]
-    model = make_model(nodes, {"x": rand(2, 4)}, {"y": TensorProto.FLOAT}, 17,
+    # x is 3-D: a 2-D MatMul + Add would fuse into one dense op (a Gemm), whose weight
+    # is the transpose, a new array
+    model = make_model(nodes, {"x": rand(1, 2, 4)}, {"y": TensorProto.FLOAT}, 17,
                        {"w": w, "v": rand(3)})
     mod = from_onnx(model)
     weight = next(c for c in _constants(mod) if c.data.shape == (4, 3))
