@@ -252,7 +252,7 @@ def first_difference(a_mod: IRModule, b_mod: IRModule) -> tuple[str, Expr, Expr]
             continue
         where = f"@{gv.name_hint}"
         while True:
-            kids_a, kids_b = _children(a), _children(b)
+            kids_a, kids_b = a.children(), b.children()
             if (type(a) is not type(b) or len(kids_a) != len(kids_b) or not _same_head(a, b)):
                 break
             # in a DAG a changed node shows under every user of it: follow the first
@@ -265,24 +265,6 @@ def first_difference(a_mod: IRModule, b_mod: IRModule) -> tuple[str, Expr, Expr]
             a = a_next
         return where, a, b
     return None
-
-
-def _children(node: Expr) -> tuple:
-    t = type(node)
-    if t is Call:
-        # a called function (FuseOps makes them) is compared like an operand
-        return tuple(node.args) if type(node.op) is Op else (node.op, *node.args)
-    if t is Tuple:
-        return tuple(node.fields)
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    if t is Function:
-        return (node.body,)
-    if t is Let:
-        return (node.value, node.body)
-    if t is If:
-        return (node.cond, node.true_branch, node.false_branch)
-    return ()
 
 
 def _same_head(a: Expr, b: Expr) -> bool:

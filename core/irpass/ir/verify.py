@@ -37,7 +37,7 @@ from ..errors import TypeInferenceError, WellFormedError
 from .describe import describe
 from .expr import Expr
 from .module import IRModule
-from .nodes import Call, Function, If, Let, Tuple, TupleGetItem, Var
+from .nodes import Call, Function, Let, Var
 from .op import Op
 from .type_infer import _TYPED_MODULES, _Inferrer, _set_checked_type
 from .types import Type
@@ -181,7 +181,7 @@ class Verifier:
                 continue
             push(node)
             push(_DONE)
-            for child in _children(node):
+            for child in node.children():
                 if child in seen:
                     continue
                 seen.add(child)
@@ -202,23 +202,6 @@ class Verifier:
 
 
 _DONE = object()
-
-
-def _children(node: Expr) -> tuple:
-    t = type(node)
-    if t is Call:
-        return (node.op, *node.args)
-    if t is Tuple:
-        return node.fields
-    if t is TupleGetItem:
-        return (node.tuple_value,)
-    if t is Function:
-        return (node.body,)
-    if t is Let:
-        return (node.value, node.body)
-    if t is If:
-        return (node.cond, node.true_branch, node.false_branch)
-    return ()
 
 
 _NONE: frozenset = frozenset()
@@ -263,7 +246,7 @@ def _check_scopes(name: str, func: Function, fresh: list[Expr]) -> None:
                 value = value - {node.var}
             free[node] = value | (body - {node.var})
         else:
-            free[node] = union(_children(node))
+            free[node] = union(node.children())
     left = free.get(func, _NONE)
     if left:
         var = next(iter(left))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..expr import Expr
@@ -135,9 +135,8 @@ def required_ops(p: DFPattern) -> frozenset[str]:
     return _NONE
 
 
-def ops_called(root: Expr) -> frozenset[str]:
-    """The names of the ops called anywhere under ``root`` (iterative, linear)."""
-    names: set[str] = set()
+def _op_calls(root: Expr) -> Iterator[Call]:
+    """Every call of an op under ``root``, each once (iterative, linear)."""
     seen: set[Expr] = set()
     mark = seen.add
     stack = [root]
@@ -149,7 +148,7 @@ def ops_called(root: Expr) -> frozenset[str]:
         if t is Call:
             callee = node.op
             if type(callee) is Op:
-                names.add(callee.name)
+                yield node
                 children: tuple[Expr, ...] = node.args
             else:
                 children = (callee, *node.args)
@@ -169,7 +168,11 @@ def ops_called(root: Expr) -> frozenset[str]:
             if child not in seen:
                 mark(child)
                 push(child)
-    return frozenset(names)
+
+
+def ops_called(root: Expr) -> frozenset[str]:
+    """The names of the ops called anywhere under ``root``."""
+    return frozenset(call.op.name for call in _op_calls(root))
 
 
 def _callee_ops(callee: DFPattern) -> frozenset[str] | None:
@@ -479,43 +482,13 @@ class RuleIndex:
         if self.generic:
             return True
         tests = self._any
-        seen: set[Expr] = set()
-        mark = seen.add
-        stack = [root]
-        push = stack.append
-        pop = stack.pop
-        while stack:
-            node = pop()
-            t = type(node)
-            if t is Call:
-                callee = node.op
-                if type(callee) is Op:
-                    name = callee.name
-                    if name in tests:
-                        test = tests[name]
-                        if test is None or test(node):
-                            return True
-                    children: tuple[Expr, ...] = node.args
-                else:
-                    children = (callee, *node.args)
-            elif t is Tuple:
-                children = node.fields
-            elif t is TupleGetItem:
-                children = (node.tuple_value,)
-            elif t is Let:
-                children = (node.value, node.body)
-            elif t is If:
-                children = (node.cond, node.true_branch, node.false_branch)
-            elif t is Function:
-                children = (node.body,)
-            else:
-                continue
-            for child in children:
-                if child not in seen:
-                    mark(child)
-                    push(child)
+        for call in _op_calls(root):
+            name = call.op.name
+            if name in tests:
+                test = tests[name]
+                if test is None or test(call):
+                    return True
         return False
-
 
 
 def _has_dominator(p: DFPattern) -> bool:
