@@ -79,6 +79,8 @@ from irpass.ir import (
 )
 from irpass.transform import ConfigOption, function_pass
 
+from .debug_counter import Counter, rewrite_counter
+
 if TYPE_CHECKING:
     from irpass.ir import IRModule
     from irpass.transform import PassContext
@@ -128,7 +130,7 @@ class CombineParallelDense:
         minimum = self.min_num_branches
         if minimum is None:
             minimum = _check_min(ctx.config.get(MIN_NUM_BRANCHES, 3), MIN_NUM_BRANCHES)
-        return _Combiner(func, minimum).run()
+        return _Combiner(func, minimum, rewrite_counter(ctx)).run()
 
 
 def _check_min(value: Any, where: str) -> int:
@@ -162,9 +164,10 @@ class _Group:
 class _Combiner:
     """The analysis and the rebuild of one global function."""
 
-    def __init__(self, func: Function, minimum: int) -> None:
+    def __init__(self, func: Function, minimum: int, counter: Counter | None = None) -> None:
         self.func = func
         self.minimum = minimum
+        self.counter = counter  # asked before each group is combined (None: no debug counter)
         self.order: list[Expr] = []  # every non-leaf node, children first
         self.uses: dict[Expr, int] = {}
         self.user: dict[Expr, Expr] = {}  # the last user seen: the only one of a single use
@@ -252,7 +255,10 @@ class _Combiner:
             if len(calls) < self.minimum:
                 continue
             group = self._group(calls)
-            if group is not None:
+            if group is not None and (
+                self.counter is None
+                or self.counter(f"combine {len(calls)} parallel {calls[0].op.name} calls")
+            ):
                 groups.append(group)
         return groups
 

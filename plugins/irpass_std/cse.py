@@ -87,6 +87,8 @@ from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, function_pass
 
+from .debug_counter import Counter, rewrite_counter
+
 if TYPE_CHECKING:
     from irpass.ir import Attrs, IRModule
     from irpass.transform import PassContext
@@ -148,14 +150,18 @@ class EliminateCommonSubexpr:
         # The walk allocates keys and nodes that all stay alive until it ends: without
         # the pause, the cyclic collector would walk the whole program again and again.
         with gc_paused():
-            return _Eliminator(self.fskip).run(func)
+            return _Eliminator(self.fskip, rewrite_counter(ctx)).run(func)
 
 
 class _Eliminator:
     """One walk over one global function (the state is per function)."""
 
-    def __init__(self, fskip: Callable[[Expr], bool] | None) -> None:
+    def __init__(
+        self, fskip: Callable[[Expr], bool] | None, counter: Counter | None = None
+    ) -> None:
         self.fskip = fskip
+        # asked before each merge (None: no debug counter on the pass)
+        self.counter = counter
         # input node -> output node, for every node visited (vars and globals map to
         # themselves, a let var merged into an enclosing one maps to that var)
         self.memo: dict[Expr, Expr] = {}
@@ -221,6 +227,7 @@ class _Eliminator:
         log = self.log
         marks = self.marks
         fskip = self.fskip
+        counter = self.counter
         visit = self._visit
         task = self._task
         attrs_key = self._attrs_key
@@ -289,6 +296,9 @@ class _Eliminator:
                         sub[key] = canon
                         if marks:
                             log.append((sub, key))
+                    elif counter is not None and not counter(f"merge {op.name}"):
+                        # not merged: the node stays (the first one stays canonical)
+                        canon = node if na is a else unchecked_call(op, (na,), attrs)
                     memo[node] = canon
                     break
                 if nargs == 2:
@@ -347,18 +357,23 @@ class _Eliminator:
                     sub[key] = canon
                     if marks:
                         log.append((sub, key))
+                elif counter is not None and not counter(f"merge {op.name}"):
+                    canon = node if same else unchecked_call(op, new_args, attrs)
                 memo[node] = canon
                 break
         return memo[root]
 
-    def _merge(self, node: Expr, key: Any, build: Callable[[], Expr]) -> None:
-        """Map ``node`` to the canonical node of ``key``; ``build()`` makes it if there is none."""
+    def _merge(self, node: Expr, key: Any, build: Callable[[], Expr], site: str) -> None:
+        """Map ``node`` to the canonical node of ``key``; ``build()`` makes it if there is none
+        (and when the debug counter refuses the merge, asked with ``site``)."""
         table = self.table
         canon = table.get(key)
         if canon is None:
             canon = table[key] = build()
             if self.marks:
                 self.log.append((table, key))
+        elif self.counter is not None and not self.counter(site):
+            canon = build()
         self.memo[node] = canon
 
     def _visit(self, node: Any) -> None:  # noqa: C901, PLR0912 - one branch per node kind
@@ -388,6 +403,7 @@ class _Eliminator:
                     node,
                     (_GETITEM, new_value, node.index),
                     lambda: node if new_value is value else TupleGetItem(new_value, node.index),
+                    "merge a tuple projection",
                 )
         elif t is Tuple:
             fields = node.fields
@@ -404,6 +420,7 @@ class _Eliminator:
                     node,
                     (_TUPLE, new_fields),
                     lambda: node if new_fields == fields else Tuple(new_fields),
+                    "merge a tuple",
                 )
         elif t is Call:
             # a call of a global function, closure or var: not merged (not known pure)
@@ -466,7 +483,14 @@ class _Eliminator:
                 return
             value = memo[node.value]
             outer = self.let_vars.get(value)
-            if outer is not None and self._encloses(outer, node):
+            if (
+                outer is not None
+                and self._encloses(outer, node)
+                and (
+                    self.counter is None
+                    or self.counter(f"merge %{var.name_hint} into %{outer.var.name_hint}")
+                )
+            ):
                 memo[var] = outer.var  # same value as an enclosing let: use its var
             else:
                 memo[var] = var
@@ -517,9 +541,11 @@ class _Eliminator:
             return const
         value = _constant_value(data)
         canon = self.constants.setdefault(_constant_hash(value), const)
-        if canon is const or _constant_value(canon.data) == value:
-            return canon
-        return self.colliding_constants.setdefault(value, const)
+        if canon is not const and _constant_value(canon.data) != value:
+            canon = self.colliding_constants.setdefault(value, const)
+        if canon is not const and self.counter is not None and not self.counter("merge a constant"):
+            return const
+        return canon
 
     def _attrs_key(self, attrs: Attrs) -> Any:
         """A hashable key equal only for attrs with the same values of the same kinds.

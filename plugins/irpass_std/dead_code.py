@@ -56,6 +56,7 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
+from .debug_counter import Counter, rewrite_counter
 from .effects import Callees, EffectAnalysis, World, any_stateful_op
 from .scan import reaches_kind
 
@@ -67,21 +68,26 @@ CONFIG_OPTIONS: list[ConfigOption] = []
 @function_pass(opt_level=1, name="DeadCodeElimination")
 def DeadCodeElimination(func: Function, mod: IRModule, ctx: PassContext) -> Function:  # noqa: N802
     """Remove the unused ``let`` bindings and tuple fields of ``func`` (see the module doc)."""
-    return eliminate_dead_code(func, mod)
+    return eliminate_dead_code(func, mod, counter=rewrite_counter(ctx))
 
 
-def eliminate_dead_code(func: Function, mod: IRModule | None = None) -> Function:
+def eliminate_dead_code(
+    func: Function, mod: IRModule | None = None, *, counter: Counter | None = None
+) -> Function:
     """``func`` without its dead bindings and dead tuple fields; ``func`` itself if it has none.
 
     ``mod`` is the module ``func`` belongs to: calls of its global functions
     are pure when those functions are. Without it they count as impure (when
     some registered op is stateful; otherwise everything is pure).
+    ``counter(site)``, if given, is asked before each removal (a binding, or the
+    other fields of a projected tuple) and the removal skipped when it says
+    ``False`` (the debug counter).
     """
     if not reaches_kind(func.body, (Let, TupleGetItem)):
         return func  # no binding and no projection: nothing can be dead
     effects = _effects_of(mod) if any_stateful_op() else None
     with gc_paused():
-        body = _Eliminator(effects).run(func.body)
+        body = _Eliminator(effects, counter).run(func.body)
     if body is func.body:
         return func
     return Function(func.params, body, func.ret_type, func.attrs)
@@ -127,7 +133,7 @@ _LEAVES = frozenset({Var, Constant, GlobalVar, Op})
 class _Eliminator:
     """One run of the rebuild (see the module docstring)."""
 
-    def __init__(self, effects: EffectAnalysis | None) -> None:
+    def __init__(self, effects: EffectAnalysis | None, counter: Counter | None = None) -> None:
         # Without an effect analysis (no op is stateful) nothing has effects.
         self.effectful: Callable[[Expr], bool] = (
             effects.may_have_effects if effects else _no_effects
@@ -139,12 +145,15 @@ class _Eliminator:
         self.memo: dict[Expr, Expr] = {}
         # Projection -> what it reduces to (itself when it does not reduce).
         self.projected: dict[TupleGetItem, Expr] = {}
+        # Asked before each removal (None: no debug counter on the pass).
+        self.counter = counter
 
     def run(self, root: Expr) -> Expr:
         memo = self.memo
         effectful = self.effectful
         effects = effectful is not _no_effects  # else every value is pure: skip the call
         functions = self.functions
+        counter = self.counter
         lookup = memo.__getitem__
         stack: list = [root, _ENTER]
         push = stack.append
@@ -192,7 +201,9 @@ class _Eliminator:
                 elif t is TupleGetItem:
                     target = self._projection(node)
                     push(node)
-                    if target is node:
+                    if target is node or (
+                        counter is not None and not counter("reduce a projection of a tuple")
+                    ):
                         push(_EXIT)
                         target = node.tuple_value
                     else:
@@ -231,7 +242,11 @@ class _Eliminator:
                 else:
                     memo[node] = _rebuild(node, memo)
             elif state == _DECIDE:
-                if node.var in memo or (effects and effectful(node.value)):
+                if (
+                    node.var in memo
+                    or (effects and effectful(node.value))
+                    or (counter is not None and not counter(f"remove let %{node.var.name_hint}"))
+                ):
                     push(node)
                     push(_BUILD)
                     value = node.value

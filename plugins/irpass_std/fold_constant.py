@@ -106,6 +106,8 @@ from irpass.op.create import shape_value
 from irpass.op.shape_values import as_call, eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
 
+from .debug_counter import Counter, rewrite_counter
+
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
 
 #: The config key bounding the number of elements of a folded constant.
@@ -146,7 +148,9 @@ def FoldConstant(func: Function, mod: IRModule, ctx: PassContext) -> Function:  
     limit = ctx.config.get(MAX_ELEMENTS)
     if limit is not None and limit < 0:
         raise ValueError(f"config option {MAX_ELEMENTS!r} must be >= 0 (or unset), got {limit}")
-    return fold_constant(func, mod, max_elements=limit, report=ctx.diag.warning)
+    return fold_constant(
+        func, mod, max_elements=limit, report=ctx.diag.warning, counter=rewrite_counter(ctx)
+    )
 
 
 def fold_constant(
@@ -155,25 +159,32 @@ def fold_constant(
     *,
     max_elements: int | None = None,
     report: Report | None = None,
+    counter: Counter | None = None,
 ) -> Function:
     """``func`` with its constant subexpressions folded; ``func`` itself if none were.
 
     ``mod`` is the module ``func`` belongs to (used to infer types for
     ``shape_of``); ``max_elements`` bounds the size of a folded constant;
     ``report(message, expr)`` receives a message for each call left unfolded
-    because its kernel or type relation failed.
+    because its kernel or type relation failed; ``counter(site)``, if given, is
+    asked before each rewrite (a fold, a substitution, a projection, a branch
+    selected) and the rewrite skipped when it says ``False`` (the debug counter).
     """
     warnings: list[tuple[str, Expr]] = []
+    if counter is not None:
+        counter = _Replayed(counter)
     # No name holds a _Folder: its memo dies inside the pause (see gc_paused).
     with np.errstate(all="ignore"), gc_paused():
         try:
-            out = _Folder(func, mod, max_elements, warnings, typed=False).visit(func)
+            out = _Folder(func, mod, max_elements, warnings, False, counter).visit(func)
         except _Retyped as retyped:
             # Type inference returned a copy: start again on the typed copy,
             # so the types read for shape_of belong to the nodes visited.
             typed = retyped.typed
             warnings.clear()
-            out = _Folder(typed, mod, max_elements, warnings, typed=True).visit(typed)
+            if counter is not None:
+                counter.rewind()
+            out = _Folder(typed, mod, max_elements, warnings, True, counter).visit(typed)
             if out is typed:
                 out = func  # nothing folded: keep the input's identity
     if report is not None:
@@ -193,6 +204,32 @@ def _annotated_copy(typed: Expr, root: Expr) -> bool:
         and typed.body is root.body
         and typed.params == root.params
     )
+
+
+class _Replayed:
+    """A counter that remembers its answers: the walk started again on a typed copy
+    (:class:`_Retyped`) meets the same rewrites in the same order, and gets the
+    answers the first walk got for them instead of asking the counter twice."""
+
+    __slots__ = ("counter", "answers", "asked")
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+        self.answers: list[bool] = []
+        self.asked = 0
+
+    def __call__(self, site: str) -> bool:
+        k = self.asked
+        self.asked = k + 1
+        if k < len(self.answers):
+            return self.answers[k]
+        answer = self.counter(site)
+        self.answers.append(answer)
+        return answer
+
+    def rewind(self) -> None:
+        """Replay the answers from the first one."""
+        self.asked = 0
 
 
 class _Retyped(Exception):
@@ -241,11 +278,14 @@ class _Folder:
         max_elements: int | None,
         warnings: list[tuple[str, Expr]],
         typed: bool,
+        counter: Counter | None = None,
     ) -> None:
         self.root = root
         self.mod = mod
         self.max_elements = max_elements
         self.warnings = warnings
+        # Asked before each rewrite (None: no debug counter on the pass).
+        self.counter = counter
         # None: types not inferred yet; True: the nodes carry types; False: inference failed.
         self.typed: bool | None = True if typed else None
         # Old node -> rewritten node; a let var -> the constant substituted for it.
@@ -366,7 +406,12 @@ class _Folder:
                 value = get(node.value, node.value)
                 if self.shape_values and value in self.shape_values:
                     self.shape_values[node.var] = self.shape_values[value]
-                if type(value) is Constant or (type(value) is Tuple and value in self.const_tuples):
+                if (
+                    type(value) is Constant or (type(value) is Tuple and value in self.const_tuples)
+                ) and (
+                    self.counter is None
+                    or self.counter(f"substitute the constant bound to %{node.var.name_hint}")
+                ):
                     # Substitute the constant for the var; the binding is dropped.
                     memo[node.var] = value
                     self.substitutions[node.var] = value
@@ -403,11 +448,18 @@ class _Folder:
             first = type(new_args[0]) if new_args else None
             if first is Constant or first is Tuple or op.name == "shape_of":
                 folded = self._fold(call, op, new_args)
-                if folded is not None:
+                # (a Call: a symbolic shape_of kept as it is, its value recorded)
+                if folded is not None and (
+                    self.counter is None
+                    or type(folded) is Call
+                    or self.counter(f"fold {op.name}")
+                ):
                     return folded
             if self.shape_values:
                 folded = self._fold_shape_values(call, op, new_args)
-                if folded is not None:
+                if folded is not None and (
+                    self.counter is None or self.counter(f"fold {op.name} of shape values")
+                ):
                     return folded
             if not new_args and op.name == "dims_tensor":
                 self._record_dims_tensor(call)
@@ -528,16 +580,22 @@ class _Folder:
         index = item.index
         if type(value) is Tuple and index < len(value.fields):
             fields = value.fields
-            if value in self.const_tuples or all(
-                isinstance(f, _ATOMS) for i, f in enumerate(fields) if i != index
-            ):
+            if (
+                value in self.const_tuples
+                or all(isinstance(f, _ATOMS) for i, f in enumerate(fields) if i != index)
+            ) and (self.counter is None or self.counter(f"project field {index} of a tuple")):
                 return fields[index]  # the other fields have no effect to keep
         return item if value is item.tuple_value else TupleGetItem(value, index)
 
     def _rewrite_if(self, node: If) -> Expr:
         get = self.memo.get
         cond = get(node.cond, node.cond)
-        if type(cond) is Constant and cond.data.shape == () and cond.data.dtype == np.bool_:
+        if (
+            type(cond) is Constant
+            and cond.data.shape == ()
+            and cond.data.dtype == np.bool_
+            and (self.counter is None or self.counter("select the branch of a constant if"))
+        ):
             # Only the selected branch can ever run.
             branch = node.true_branch if bool(cond.data) else node.false_branch
             return get(branch, branch)

@@ -106,6 +106,7 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, Sequential, function_pass
 
+from .debug_counter import Counter, rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 
@@ -479,9 +480,15 @@ class _Scalable(NamedTuple):
 
 
 class _Backward:
-    """Plans and applies the backward folding of one function."""
+    """Plans and applies the backward folding of one function.
 
-    def __init__(self, func: Function) -> None:
+    ``counter(site)``, if given, is asked before each multiply is removed (the debug
+    counter): a multiply it refuses stays, and a scale from a multiply above it
+    goes on through it into the weights below (``(x * s) * t == (x * t) * s``).
+    """
+
+    def __init__(self, func: Function, counter: Counter | None = None) -> None:
+        self.counter = counter
         self.graph = _Graph(func)
         self.info: dict[Expr, _Scalable] = {}
         # per node: the argument indices the scale goes into (the rest are constants to scale)
@@ -598,9 +605,12 @@ class _Backward:
             if own is not None:
                 # a foldable multiply: the root of a folding, or absorbed into one above
                 (index,) = into[node]
-                vec = own if incoming is None else incoming * own
-                request[graph.resolve(node.args[index])] = vec
-                plan.remove(node, index)
+                if self.counter is None or self.counter("fold the scale of a multiply backward"):
+                    vec = own if incoming is None else incoming * own
+                    request[graph.resolve(node.args[index])] = vec
+                    plan.remove(node, index)
+                elif incoming is not None:
+                    request[graph.resolve(node.args[index])] = incoming
                 continue
             if incoming is None:
                 continue
@@ -647,7 +657,8 @@ class _Forward:
     both, and one also read by anything else never changes).
     """
 
-    def __init__(self, func: Function) -> None:
+    def __init__(self, func: Function, counter: Counter | None = None) -> None:
+        self.counter = counter  # asked before each multiply is removed (the debug counter)
         self.graph = _Graph(func)
         # the var a let binds each value to (followed when the value has no other user)
         self.binder: dict[Expr, Var] = {v: k for k, v in self.graph.let_value.items()}
@@ -759,6 +770,10 @@ class _Forward:
             if type(node) is not Call:
                 continue
             if node in folds:
+                if self.counter is not None and not self.counter(
+                    "fold the scale of a multiply forward"
+                ):
+                    continue  # the multiply stays: nothing above it lacks a scale
                 index, vec = folds[node]
                 plan.remove(node, index)
             elif node in through:
@@ -833,7 +848,7 @@ def BackwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fu
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():  # many dict entries, no cycles: the collector would only rescan the IR
-        out = _Backward(typed).run(typed)
+        out = _Backward(typed, rewrite_counter(ctx)).run(typed)
     return func if out is typed else out
 
 
@@ -848,7 +863,7 @@ def ForwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fun
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():
-        out = _Forward(typed).run(typed)
+        out = _Forward(typed, rewrite_counter(ctx)).run(typed)
     return func if out is typed else out
 
 

@@ -73,6 +73,7 @@ from irpass.ir.gcpause import gc_paused
 from irpass.ir.types import substitute_sizes
 from irpass.transform import ConfigOption, module_pass
 
+from .debug_counter import Counter, rewrite_counter
 from .effects import EffectAnalysis
 from .normal_form import closure_free_vars, effects_of, value_children
 
@@ -121,7 +122,7 @@ def _global_refs(func: Function) -> dict[str, None]:
 class _LiftAnalysis:
     """Which closures of one global function can be lifted, and what each captures."""
 
-    def __init__(self, func: Function) -> None:
+    def __init__(self, func: Function, counter: Counter | None = None) -> None:
         self.funcs: list[Function] = []  # nested closures, definitions before uses
         self.escapes: set[Function] = set()
         self.var_escapes: set[Var] = set()
@@ -135,6 +136,9 @@ class _LiftAnalysis:
             and not any(v in self.var_escapes for v in self.let_vars.get(f, ()))
             and not _sizes_from_outside(f)
         ]
+        if counter is not None:
+            # a closure the debug counter refuses stays in place, like an escaping one
+            self.liftable = [f for f in self.liftable if counter(self._site(f))]
         lifted = set(self.liftable)
         #: the lifted closure each let var names
         self.closure_of: dict[Var, Function] = {
@@ -157,6 +161,10 @@ class _LiftAnalysis:
                 else:
                     needed.update(self.captured[callee])
             self.captured[f] = sorted(needed, key=lambda v: (order.get(v, len(order)), v.name_hint))
+
+    def _site(self, closure: Function) -> str:
+        names = self.let_vars.get(closure)
+        return f"lift the closure %{names[0].name_hint}" if names else "lift a closure"
 
     def _walk(self, func: Function) -> None:
         # Pre-order, a let's value before its body, so a closure is met before the
@@ -264,10 +272,11 @@ class _LiftRewriter(ExprMutator):
 
 
 def _lift_function(
-    name: str, func: Function, taken: set[str]
+    name: str, func: Function, taken: set[str], counter: Counter | None = None
 ) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
-    """``func`` with its liftable closures lifted, and the new globals ``(name, function)``."""
-    analysis = _LiftAnalysis(func)
+    """``func`` with its liftable closures lifted, and the new globals ``(name, function)``;
+    ``counter(site)`` (the debug counter), if given, is asked before each closure is lifted."""
+    analysis = _LiftAnalysis(func, counter)
     if not analysis.liftable:
         return func, []
     globals_: dict[Function, GlobalVar] = {}
@@ -380,6 +389,7 @@ def LambdaLift(mod: IRModule, ctx: PassContext) -> IRModule:
     todo = [gv for gv, f in mod.items() if not _attr(f, "Primitive") and _has_closure(f)]
     if not todo:
         return mod
+    counter = rewrite_counter(ctx)
     with gc_paused():
         typed = infer_type(mod)  # captured vars need their types as param annotations
         taken = {gv.name_hint for gv in mod.get_global_vars()}
@@ -388,7 +398,7 @@ def LambdaLift(mod: IRModule, ctx: PassContext) -> IRModule:
         for gv, func in mod.items():
             out[gv] = func
             if gv in todo:
-                new, lifted = _lift_function(gv.name_hint, typed[gv.name_hint], taken)
+                new, lifted = _lift_function(gv.name_hint, typed[gv.name_hint], taken, counter)
                 if lifted:
                     changed = True
                     out[gv] = new
@@ -498,9 +508,10 @@ class _Inliner(ExprMutator):
     """Replaces calls of the functions in ``bodies`` by copies of their bodies."""
 
     def __init__(self, bodies: dict[str, Function], effects: EffectAnalysis,
-                 symbolic: set[str] | None = None) -> None:
+                 symbolic: set[str] | None = None, counter: Counter | None = None) -> None:
         self.bodies = bodies
         self.effects = effects
+        self.counter = counter  # asked before each call is inlined (None: no debug counter)
         self.count = 0
         # The Inline functions with symbolic param types (their calls carry types then)
         # and the calls left as they are because inlining would drop a run-time check.
@@ -520,6 +531,8 @@ class _Inliner(ExprMutator):
             if sizes is None:
                 self.kept.append(op.name_hint)
                 return super().visit_call(call)
+        if self.counter is not None and not self.counter(f"inline @{op.name_hint}"):
+            return super().visit_call(call)
         self.count += 1
         subst: dict[Var, Expr] = {}
         lets: list[tuple[Var, Expr]] = []
@@ -615,6 +628,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
     if symbolic:
         mod = infer_type(mod)
     effects = effects_of(mod)
+    counter = rewrite_counter(ctx)
     bodies: dict[str, Function] = {}  # the Inline functions, their own calls inlined
     new_funcs: dict[str, Function] = {}
     changed = False
@@ -622,7 +636,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
     with gc_paused():
         for name in order:  # callees first: their bodies are final when copied
             func = mod[name]
-            inliner = _Inliner(bodies, effects, symbolic)
+            inliner = _Inliner(bodies, effects, symbolic, counter)
             body = inliner.visit(func.body)
             kept += inliner.kept
             if body is not func.body:
@@ -635,7 +649,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
                 new_funcs[name] = bodies[name]
                 continue
             if not _attr(func, "Primitive"):
-                inliner = _Inliner(bodies, effects, symbolic)
+                inliner = _Inliner(bodies, effects, symbolic, counter)
                 body = inliner.visit(func.body)
                 kept += inliner.kept
                 if body is not func.body:
@@ -651,16 +665,60 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
     # Remove the inlined functions nothing refers to any more: keep what the
     # other functions reach.
     candidates = {n for n in bodies if n != "main"}
-    keep = [n for n in new_funcs if n not in candidates]
-    reached = set(keep)
-    while keep:
-        for ref in _global_refs(new_funcs[keep.pop()]):
-            if ref not in reached and ref in new_funcs:
-                reached.add(ref)
-                keep.append(ref)
+    reached = _kept_functions(new_funcs, [n for n in new_funcs if n not in candidates], counter)
     if not changed and len(reached) == len(new_funcs):
         return mod
     return IRModule({mod.get_global_var(n): f for n, f in new_funcs.items() if n in reached})
+
+
+def _kept_functions(
+    funcs: dict[str, Function], roots: Sequence[str], counter: Counter | None
+) -> set[str]:
+    """The names of the functions of ``funcs`` to keep: those ``roots`` reach through
+    ``GlobalVar`` references, and those whose removal ``counter`` refuses (with what they
+    reach). The counter is asked about the others referrers first, so a function kept
+    that way keeps the ones it refers to before they are asked about."""
+    reached = set(roots)
+    todo = list(roots)
+
+    def spread() -> None:
+        while todo:
+            for ref in _global_refs(funcs[todo.pop()]):
+                if ref not in reached and ref in funcs:
+                    reached.add(ref)
+                    todo.append(ref)
+
+    spread()
+    if counter is not None:
+        for name in _referrers_first(funcs, [n for n in funcs if n not in reached]):
+            if name not in reached and not counter(f"remove @{name}"):
+                reached.add(name)
+                todo.append(name)
+                spread()
+    return reached
+
+
+def _referrers_first(funcs: dict[str, Function], names: list[str]) -> list[str]:
+    """``names`` ordered so that a function comes before those it refers to (but along a
+    cycle of references); deterministic: a reversed depth-first post-order, iterative."""
+    among = set(names)
+    post: list[str] = []
+    seen: set[str] = set()
+    for start in names:
+        if start in seen:
+            continue
+        seen.add(start)
+        work = [(start, iter([r for r in _global_refs(funcs[start]) if r in among]))]
+        while work:
+            name, refs = work[-1]
+            nxt = next((r for r in refs if r not in seen), None)
+            if nxt is None:
+                work.pop()
+                post.append(name)
+                continue
+            seen.add(nxt)
+            work.append((nxt, iter([r for r in _global_refs(funcs[nxt]) if r in among])))
+    return post[::-1]
 
 
 # -- RemoveUnusedFunctions ---------------------------------------------------------------
@@ -708,15 +766,10 @@ class RemoveUnusedFunctions:
                 + ", ".join("@" + n for n in missing)
                 + f" not in the module; its functions are: {have}"
             )
-        reached = set(self.entry_functions)
-        if len(reached) == len(mod):  # every function is an entry: none to walk or remove
+        if len(set(self.entry_functions)) == len(mod):  # every function is an entry
             return mod
-        todo = list(reached)
-        while todo:
-            for ref in _global_refs(mod[todo.pop()]):
-                if ref not in reached and ref in mod:
-                    reached.add(ref)
-                    todo.append(ref)
+        funcs = {gv.name_hint: f for gv, f in mod.items()}
+        reached = _kept_functions(funcs, self.entry_functions, rewrite_counter(ctx))
         if len(reached) == len(mod):
             return mod
         return IRModule({gv: f for gv, f in mod.items() if gv.name_hint in reached})

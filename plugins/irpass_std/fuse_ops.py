@@ -103,6 +103,8 @@ from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
+from .debug_counter import Counter, rewrite_counter
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -176,24 +178,29 @@ class FuseOps:
         if max_depth < 1:
             raise ValueError(f"config option {MAX_DEPTH!r} must be >= 1, got {max_depth}")
         level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
+        counter = rewrite_counter(ctx)
         changed = False
         new_funcs = {}
         for gv, func in mod.items():
             if not _skipped(func):
-                new = fuse_function(func, fuse=level > 0, max_depth=max_depth)
+                new = fuse_function(func, fuse=level > 0, max_depth=max_depth, counter=counter)
                 changed = changed or new is not func
                 func = new
             new_funcs[gv] = func
         return IRModule(new_funcs) if changed else mod
 
 
-def fuse_function(func: Function, *, fuse: bool = True, max_depth: int = 256) -> Function:
+def fuse_function(
+    func: Function, *, fuse: bool = True, max_depth: int = 256, counter: Counter | None = None
+) -> Function:
     """``func`` with its op calls grouped into primitive functions.
 
     ``func`` must be typed (``checked_type`` on every node, as after
     ``InferType``). ``fuse=False`` wraps each op call alone. Returns ``func``
     itself when it has no op call to wrap, or when it is marked ``Primitive``
-    or ``SkipOptimization``.
+    or ``SkipOptimization``. ``counter(site)``, if given, is asked before each
+    fusion of a node into its post-dominator's group (the debug counter); a
+    fusion it refuses is not made, as if ``max_depth`` forbade it.
     """
     if _skipped(func):
         return func
@@ -202,7 +209,10 @@ def fuse_function(func: Function, *, fuse: bool = True, max_depth: int = 256) ->
         graph = _Graph(func)
         if not graph.op_calls:
             return func
-        roots = _Partitioner(graph, max_depth).run() if fuse else list(range(len(graph.pattern)))
+        if fuse:
+            roots = _Partitioner(graph, max_depth, counter).run()
+        else:
+            roots = list(range(len(graph.pattern)))
         out = _rewrite(func, graph, roots)
         # Free the graph while the collector is off: the collection that follows
         # turning it back on then scans only the new nodes, not the graph's lists.
@@ -421,9 +431,11 @@ class _Partitioner:
     was merged away, and the sweeps look at the node's own entry.
     """
 
-    def __init__(self, graph: _Graph, max_depth: int) -> None:
+    def __init__(self, graph: _Graph, max_depth: int, counter: Counter | None = None) -> None:
         self.graph = graph
         self.max_depth = max_depth
+        self.counter = counter  # asked before each fusion (None: no debug counter)
+        self._names: list[str] | None = None  # per node, for the counter's sites
         n = len(graph.pattern)
         self.uf = list(range(n))
         self.size = [1] * n
@@ -492,13 +504,27 @@ class _Partitioner:
                 rs != target
                 and size[target] + size[rs] <= self.max_depth
                 and self.gpat[target] <= sink_max
+                and (self.counter is None or self._allowed(src, sink))
             ):
                 self._merge(rs, target)
             return
-        if self._fits(src, sink, target) and self._check_path(
-            src, sink, target, inner_max, sink_max
+        if (
+            self._fits(src, sink, target)
+            and self._check_path(src, sink, target, inner_max, sink_max)
+            and (self.counter is None or self._allowed(src, sink))
         ):
             self._commit(src, sink, target)
+
+    def _allowed(self, src: int, sink: int) -> bool:
+        """Whether the debug counter (set) lets ``src`` fuse into the group of ``sink``."""
+        assert self.counter is not None
+        names = self._names
+        if names is None:
+            # index lists the dataflow nodes in the order of their numbers
+            names = self._names = [
+                _describe(node) for node, i in self.graph.index.items() if i is not None
+            ]
+        return self.counter(f"fuse {names[src]} into the group of {names[sink]}")
 
     def _post_dominators(self) -> tuple[list[int], list[int]]:
         """Each node's immediate post-dominator (``n``: none) and the pattern on the way.
@@ -691,6 +717,14 @@ class _Partitioner:
             if rx != target:
                 merge(rx, target)
             stack.extend(outs[x])
+
+
+def _describe(node: Expr) -> str:
+    """A dataflow node in a few words: its op's name, "call", "tuple" or "projection"."""
+    if type(node) is Call:
+        op = node.op
+        return op.name if type(op) is Op else "call"
+    return "tuple" if type(node) is Tuple else "projection"
 
 
 # -- 4. the rewrite ---------------------------------------------------------------------

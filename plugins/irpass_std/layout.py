@@ -98,6 +98,7 @@ from irpass.ir.gcpause import gc_paused
 from irpass.plugins import register_registry
 from irpass.transform import ConfigOption, PassContext, function_pass
 
+from .debug_counter import rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 
@@ -614,6 +615,8 @@ class _LayoutRewriter(ExprMutator):
         self.hooks = hooks
         self.ctx = ctx
         self.root = root
+        # asked before each op is altered, carried or composed (None: no debug counter)
+        self.counter = rewrite_counter(ctx)
         #: original node -> layout state of its rewritten form (absent: the original layout)
         self.states: dict[Expr, _State] = {}
         self._converted: dict[tuple[Expr, _State, _State], Expr] = {}
@@ -734,7 +737,9 @@ class _LayoutRewriter(ExprMutator):
             rule = _carry_rule(op)
             if rule is not None:
                 carried = rule(self, call, new_args, states)
-                if carried is not None:
+                if carried is not None and (
+                    self.counter is None or self.counter(f"carry the layout through {op.name}")
+                ):
                     new, state = carried
                     if state is not None:
                         self.states[call] = state
@@ -743,7 +748,11 @@ class _LayoutRewriter(ExprMutator):
             new_args = tuple(
                 self.convert(a, s, None) for a, s in zip(new_args, states, strict=True)
             )
-        if op.name == "layout_transform" and _is_transform(new_args[0]):
+        if (
+            op.name == "layout_transform"
+            and _is_transform(new_args[0])
+            and (self.counter is None or self.counter("compose layout_transforms"))
+        ):
             # composes with the transform below it (one a conversion emitted, or the
             # program's own): inverse transforms back to back cancel
             return _layout_transform(
@@ -783,6 +792,8 @@ class _LayoutRewriter(ExprMutator):
             return given
         if result is given:
             return given
+        if self.counter is not None and not self.counter(f"alter the layout of {call.op.name}"):
+            return given  # refused: the call stays in its layouts, on its original inputs
         self._made.update(id_args)
         result = _fold_new_transforms(result, self._made)
         if _is_transform(result):

@@ -88,6 +88,7 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 
+from .debug_counter import Counter, rewrite_counter
 from .effects import Callees, EffectAnalysis, World
 from .scan import reaches_kind
 
@@ -603,9 +604,12 @@ def ToANormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
 class _ToGraph(ExprMutator):
     """Substitutes let-bound values into their uses, except the bindings that must stay."""
 
-    def __init__(self, func: Function, effects: EffectAnalysis) -> None:
+    def __init__(
+        self, func: Function, effects: EffectAnalysis, counter: Counter | None = None
+    ) -> None:
         self._func = func
         self._effects = effects
+        self._counter = counter  # asked before each substitution (None: no debug counter)
         self._fvs: dict[Function, frozenset[Var]] | None = None
 
     def _recursive(self, let: Let) -> bool:
@@ -617,7 +621,11 @@ class _ToGraph(ExprMutator):
         return let.var in self._fvs[value]
 
     def visit_let_binding(self, let: Let) -> tuple[Var, Expr] | None:
-        if self._recursive(let) or self._effects.may_have_effects(let.value):
+        if (
+            self._recursive(let)
+            or self._effects.may_have_effects(let.value)
+            or (self._counter is not None and not self._counter(f"substitute %{let.var.name_hint}"))
+        ):
             return let.var, self.visit(let.value)
         # Every use of the var now reads the value itself: one shared node.
         self.memo[let.var] = self.visit(let.value)
@@ -629,16 +637,20 @@ class _ToGraph(ExprMutator):
         return super().visit_function(func)
 
 
-def to_graph_normal_form(func: Function, effects: EffectAnalysis | None = None) -> Function:
+def to_graph_normal_form(
+    func: Function, effects: EffectAnalysis | None = None, counter: Counter | None = None
+) -> Function:
     """``func`` with its lets substituted into their uses (see the module docstring).
 
     ``effects`` tells which values may have effects (by default:
-    :func:`effects_of` a module holding ``func`` alone).
+    :func:`effects_of` a module holding ``func`` alone); ``counter(site)``, if
+    given, is asked before each substitution (the debug counter) and a binding
+    it refuses stays a ``let``.
     """
     if effects is None:
         effects = effects_of(IRModule({"main": func}))
     with gc_paused():
-        body = _ToGraph(func, effects).visit(func.body)
+        body = _ToGraph(func, effects, counter).visit(func.body)
     if body is func.body:
         return func
     return Function(func.params, body, func.ret_type, func.attrs)
@@ -653,13 +665,14 @@ def ToGraphNormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
     is nothing to substitute.
     """
     effects: list[EffectAnalysis] = []  # made on first need: most modules have no lets
+    counter = rewrite_counter(ctx)
 
     def convert(func: Function) -> Function:
         if not reaches_kind(func.body, (Let,)):
             return func  # nothing bound: nothing to substitute
         if not effects:
             effects.append(effects_of(mod))
-        return to_graph_normal_form(func, effects[0])
+        return to_graph_normal_form(func, effects[0], counter)
 
     return _map_functions(mod, convert)
 

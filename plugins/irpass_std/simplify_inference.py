@@ -52,6 +52,7 @@ from irpass.ir import (
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
 
+from .debug_counter import Counter, rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 from .simplify_expr import may_have_effects
@@ -82,7 +83,7 @@ def SimplifyInference(func: Function, mod: IRModule, ctx: PassContext) -> Functi
     if not reaches_op_call(typed, _LOWERED_WITH_LAYER_NORM if decompose else _LOWERED):
         return func  # none of the ops it lowers: the walk would rebuild nothing
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
-        out = _InferenceSimplifier(decompose).visit(typed)
+        out = _InferenceSimplifier(decompose, rewrite_counter(ctx)).visit(typed)
     return func if out is typed else out
 
 
@@ -94,8 +95,9 @@ _LOWERED_WITH_LAYER_NORM = _LOWERED | {"nn.layer_norm"}
 
 
 class _InferenceSimplifier(ExprMutator):
-    def __init__(self, decompose_layer_norm: bool) -> None:
+    def __init__(self, decompose_layer_norm: bool, counter: Counter | None = None) -> None:
         self.decompose_layer_norm = decompose_layer_norm
+        self.counter = counter  # asked before each rewrite (None: no debug counter)
         self.effects = may_have_effects()
         # The tuple each rewritten batch_norm became -> its field 0 (the normalized data).
         self.bn_outputs: dict[Expr, Expr] = {}
@@ -107,12 +109,16 @@ class _InferenceSimplifier(ExprMutator):
             return new  # most calls: just rebuilt (or not) by the base class
         name = callee.name
         if name == "nn.dropout":
-            return new.args[0]
+            return new.args[0] if self._allowed("remove nn.dropout") else new
         if name == "nn.batch_norm":
             return self._batch_norm(call, new)
         if name == "nn.layer_norm" and self.decompose_layer_norm:
             return self._layer_norm(call, new)
         return new
+
+    def _allowed(self, site: str) -> bool:
+        """Whether the debug counter lets the next rewrite through (always without one)."""
+        return self.counter is None or self.counter(site)
 
     def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
         value = self.visit(item.tuple_value)
@@ -131,7 +137,7 @@ class _InferenceSimplifier(ExprMutator):
     def _batch_norm(self, call: Call, new: Call) -> Expr:
         attrs = call.attrs
         unused = ([] if attrs["scale"] else [1]) + ([] if attrs["center"] else [2])
-        if not self._droppable(new, unused):
+        if not self._droppable(new, unused) or not self._allowed("lower nn.batch_norm"):
             return new
         data, gamma, beta, mean, var = new.args
         dty = call.args[0].checked_type
@@ -167,7 +173,7 @@ class _InferenceSimplifier(ExprMutator):
     def _layer_norm(self, call: Call, new: Call) -> Expr:
         attrs = call.attrs
         unused = ([] if attrs["scale"] else [1]) + ([] if attrs["center"] else [2])
-        if not self._droppable(new, unused):
+        if not self._droppable(new, unused) or not self._allowed("decompose nn.layer_norm"):
             return new
         data, gamma, beta = new.args
         dty = call.args[0].checked_type
