@@ -78,8 +78,7 @@ from irpass.ir import (
     Var,
 )
 from irpass.transform import ConfigOption, function_pass
-
-from .debug_counter import Counter, rewrite_counter
+from irpass.transform.context import RewriteCounter
 
 if TYPE_CHECKING:
     from irpass.ir import IRModule
@@ -130,7 +129,7 @@ class CombineParallelDense:
         minimum = self.min_num_branches
         if minimum is None:
             minimum = _check_min(ctx.config.get(MIN_NUM_BRANCHES, 3), MIN_NUM_BRANCHES)
-        return _Combiner(func, minimum, rewrite_counter(ctx)).run()
+        return _Combiner(func, minimum, ctx.rewrite_counter()).run()
 
 
 def _check_min(value: Any, where: str) -> int:
@@ -164,7 +163,7 @@ class _Group:
 class _Combiner:
     """The analysis and the rebuild of one global function."""
 
-    def __init__(self, func: Function, minimum: int, counter: Counter | None = None) -> None:
+    def __init__(self, func: Function, minimum: int, counter: RewriteCounter | None = None) -> None:
         self.func = func
         self.minimum = minimum
         self.counter = counter  # asked before each group is combined (None: no debug counter)

@@ -86,8 +86,7 @@ from irpass.ir import (
 from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, function_pass
-
-from .debug_counter import Counter, rewrite_counter
+from irpass.transform.context import RewriteCounter
 
 if TYPE_CHECKING:
     from irpass.ir import Attrs, IRModule
@@ -150,14 +149,14 @@ class EliminateCommonSubexpr:
         # The walk allocates keys and nodes that all stay alive until it ends: without
         # the pause, the cyclic collector would walk the whole program again and again.
         with gc_paused():
-            return _Eliminator(self.fskip, rewrite_counter(ctx)).run(func)
+            return _Eliminator(self.fskip, ctx.rewrite_counter()).run(func)
 
 
 class _Eliminator:
     """One walk over one global function (the state is per function)."""
 
     def __init__(
-        self, fskip: Callable[[Expr], bool] | None, counter: Counter | None = None
+        self, fskip: Callable[[Expr], bool] | None, counter: RewriteCounter | None = None
     ) -> None:
         self.fskip = fskip
         # asked before each merge (None: no debug counter on the pass)

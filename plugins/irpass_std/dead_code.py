@@ -55,8 +55,8 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
+from irpass.transform.context import RewriteCounter
 
-from .debug_counter import Counter, rewrite_counter
 from .effects import Callees, EffectAnalysis, World, any_stateful_op
 from .scan import reaches_kind
 
@@ -68,11 +68,11 @@ CONFIG_OPTIONS: list[ConfigOption] = []
 @function_pass(opt_level=1, name="DeadCodeElimination")
 def DeadCodeElimination(func: Function, mod: IRModule, ctx: PassContext) -> Function:  # noqa: N802
     """Remove the unused ``let`` bindings and tuple fields of ``func`` (see the module doc)."""
-    return eliminate_dead_code(func, mod, counter=rewrite_counter(ctx))
+    return eliminate_dead_code(func, mod, counter=ctx.rewrite_counter())
 
 
 def eliminate_dead_code(
-    func: Function, mod: IRModule | None = None, *, counter: Counter | None = None
+    func: Function, mod: IRModule | None = None, *, counter: RewriteCounter | None = None
 ) -> Function:
     """``func`` without its dead bindings and dead tuple fields; ``func`` itself if it has none.
 
@@ -133,7 +133,8 @@ _LEAVES = frozenset({Var, Constant, GlobalVar, Op})
 class _Eliminator:
     """One run of the rebuild (see the module docstring)."""
 
-    def __init__(self, effects: EffectAnalysis | None, counter: Counter | None = None) -> None:
+    def __init__(self, effects: EffectAnalysis | None,
+                 counter: RewriteCounter | None = None) -> None:
         # Without an effect analysis (no op is stateful) nothing has effects.
         self.effectful: Callable[[Expr], bool] = (
             effects.may_have_effects if effects else _no_effects

@@ -105,8 +105,7 @@ from irpass.ir.types import NUMPY_DTYPES
 from irpass.op.create import shape_value
 from irpass.op.shape_values import as_call, eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
-
-from .debug_counter import Counter, rewrite_counter
+from irpass.transform.context import RewriteCounter
 
 __all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
 
@@ -149,7 +148,7 @@ def FoldConstant(func: Function, mod: IRModule, ctx: PassContext) -> Function:  
     if limit is not None and limit < 0:
         raise ValueError(f"config option {MAX_ELEMENTS!r} must be >= 0 (or unset), got {limit}")
     return fold_constant(
-        func, mod, max_elements=limit, report=ctx.diag.warning, counter=rewrite_counter(ctx)
+        func, mod, max_elements=limit, report=ctx.diag.warning, counter=ctx.rewrite_counter()
     )
 
 
@@ -159,7 +158,7 @@ def fold_constant(
     *,
     max_elements: int | None = None,
     report: Report | None = None,
-    counter: Counter | None = None,
+    counter: RewriteCounter | None = None,
 ) -> Function:
     """``func`` with its constant subexpressions folded; ``func`` itself if none were.
 
@@ -213,7 +212,7 @@ class _Replayed:
 
     __slots__ = ("counter", "answers", "asked")
 
-    def __init__(self, counter: Counter) -> None:
+    def __init__(self, counter: RewriteCounter) -> None:
         self.counter = counter
         self.answers: list[bool] = []
         self.asked = 0
@@ -278,7 +277,7 @@ class _Folder:
         max_elements: int | None,
         warnings: list[tuple[str, Expr]],
         typed: bool,
-        counter: Counter | None = None,
+        counter: RewriteCounter | None = None,
     ) -> None:
         self.root = root
         self.mod = mod

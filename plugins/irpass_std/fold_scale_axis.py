@@ -105,8 +105,8 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, Sequential, function_pass
+from irpass.transform.context import RewriteCounter
 
-from .debug_counter import Counter, rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 
@@ -487,7 +487,7 @@ class _Backward:
     goes on through it into the weights below (``(x * s) * t == (x * t) * s``).
     """
 
-    def __init__(self, func: Function, counter: Counter | None = None) -> None:
+    def __init__(self, func: Function, counter: RewriteCounter | None = None) -> None:
         self.counter = counter
         self.graph = _Graph(func)
         self.info: dict[Expr, _Scalable] = {}
@@ -657,7 +657,7 @@ class _Forward:
     both, and one also read by anything else never changes).
     """
 
-    def __init__(self, func: Function, counter: Counter | None = None) -> None:
+    def __init__(self, func: Function, counter: RewriteCounter | None = None) -> None:
         self.counter = counter  # asked before each multiply is removed (the debug counter)
         self.graph = _Graph(func)
         # the var a let binds each value to (followed when the value has no other user)
@@ -848,7 +848,7 @@ def BackwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fu
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():  # many dict entries, no cycles: the collector would only rescan the IR
-        out = _Backward(typed, rewrite_counter(ctx)).run(typed)
+        out = _Backward(typed, ctx.rewrite_counter()).run(typed)
     return func if out is typed else out
 
 
@@ -863,7 +863,7 @@ def ForwardFoldScaleAxis(func: Function, mod: IRModule, ctx: PassContext) -> Fun
     if not reaches_op_call(typed, _WEIGHTED):
         return func  # no conv2d or dense: nothing to fold into, no graph to build
     with gc_paused():
-        out = _Forward(typed, rewrite_counter(ctx)).run(typed)
+        out = _Forward(typed, ctx.rewrite_counter()).run(typed)
     return func if out is typed else out
 
 

@@ -72,8 +72,8 @@ from irpass.ir.dims import Dim, DimExpr, SizeVar, free_vars, substitute
 from irpass.ir.gcpause import gc_paused
 from irpass.ir.types import substitute_sizes
 from irpass.transform import ConfigOption, module_pass
+from irpass.transform.context import RewriteCounter
 
-from .debug_counter import Counter, rewrite_counter
 from .effects import EffectAnalysis
 from .normal_form import closure_free_vars, effects_of, value_children
 
@@ -122,7 +122,7 @@ def _global_refs(func: Function) -> dict[str, None]:
 class _LiftAnalysis:
     """Which closures of one global function can be lifted, and what each captures."""
 
-    def __init__(self, func: Function, counter: Counter | None = None) -> None:
+    def __init__(self, func: Function, counter: RewriteCounter | None = None) -> None:
         self.funcs: list[Function] = []  # nested closures, definitions before uses
         self.escapes: set[Function] = set()
         self.var_escapes: set[Var] = set()
@@ -272,7 +272,7 @@ class _LiftRewriter(ExprMutator):
 
 
 def _lift_function(
-    name: str, func: Function, taken: set[str], counter: Counter | None = None
+    name: str, func: Function, taken: set[str], counter: RewriteCounter | None = None
 ) -> tuple[Function, list[tuple[GlobalVar, Function]]]:
     """``func`` with its liftable closures lifted, and the new globals ``(name, function)``;
     ``counter(site)`` (the debug counter), if given, is asked before each closure is lifted."""
@@ -389,7 +389,7 @@ def LambdaLift(mod: IRModule, ctx: PassContext) -> IRModule:
     todo = [gv for gv, f in mod.items() if not _attr(f, "Primitive") and _has_closure(f)]
     if not todo:
         return mod
-    counter = rewrite_counter(ctx)
+    counter = ctx.rewrite_counter()
     with gc_paused():
         typed = infer_type(mod)  # captured vars need their types as param annotations
         taken = {gv.name_hint for gv in mod.get_global_vars()}
@@ -508,7 +508,7 @@ class _Inliner(ExprMutator):
     """Replaces calls of the functions in ``bodies`` by copies of their bodies."""
 
     def __init__(self, bodies: dict[str, Function], effects: EffectAnalysis,
-                 symbolic: set[str] | None = None, counter: Counter | None = None) -> None:
+                 symbolic: set[str] | None = None, counter: RewriteCounter | None = None) -> None:
         self.bodies = bodies
         self.effects = effects
         self.counter = counter  # asked before each call is inlined (None: no debug counter)
@@ -628,7 +628,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
     if symbolic:
         mod = infer_type(mod)
     effects = effects_of(mod)
-    counter = rewrite_counter(ctx)
+    counter = ctx.rewrite_counter()
     bodies: dict[str, Function] = {}  # the Inline functions, their own calls inlined
     new_funcs: dict[str, Function] = {}
     changed = False
@@ -672,7 +672,7 @@ def Inline(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 def _kept_functions(
-    funcs: dict[str, Function], roots: Sequence[str], counter: Counter | None
+    funcs: dict[str, Function], roots: Sequence[str], counter: RewriteCounter | None
 ) -> set[str]:
     """The names of the functions of ``funcs`` to keep: those ``roots`` reach through
     ``GlobalVar`` references, and those whose removal ``counter`` refuses (with what they
@@ -769,7 +769,7 @@ class RemoveUnusedFunctions:
         if len(set(self.entry_functions)) == len(mod):  # every function is an entry
             return mod
         funcs = {gv.name_hint: f for gv, f in mod.items()}
-        reached = _kept_functions(funcs, self.entry_functions, rewrite_counter(ctx))
+        reached = _kept_functions(funcs, self.entry_functions, ctx.rewrite_counter())
         if len(reached) == len(mod):
             return mod
         return IRModule({gv: f for gv, f in mod.items() if gv.name_hint in reached})

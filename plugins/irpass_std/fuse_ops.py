@@ -102,8 +102,7 @@ from irpass.ir import (
 from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
-
-from .debug_counter import Counter, rewrite_counter
+from irpass.transform.context import RewriteCounter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -178,7 +177,7 @@ class FuseOps:
         if max_depth < 1:
             raise ValueError(f"config option {MAX_DEPTH!r} must be >= 1, got {max_depth}")
         level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
-        counter = rewrite_counter(ctx)
+        counter = ctx.rewrite_counter()
         changed = False
         new_funcs = {}
         for gv, func in mod.items():
@@ -191,7 +190,8 @@ class FuseOps:
 
 
 def fuse_function(
-    func: Function, *, fuse: bool = True, max_depth: int = 256, counter: Counter | None = None
+    func: Function, *, fuse: bool = True, max_depth: int = 256,
+    counter: RewriteCounter | None = None,
 ) -> Function:
     """``func`` with its op calls grouped into primitive functions.
 
@@ -431,7 +431,8 @@ class _Partitioner:
     was merged away, and the sweeps look at the node's own entry.
     """
 
-    def __init__(self, graph: _Graph, max_depth: int, counter: Counter | None = None) -> None:
+    def __init__(self, graph: _Graph, max_depth: int,
+                 counter: RewriteCounter | None = None) -> None:
         self.graph = graph
         self.max_depth = max_depth
         self.counter = counter  # asked before each fusion (None: no debug counter)

@@ -98,7 +98,6 @@ from irpass.ir.gcpause import gc_paused
 from irpass.plugins import register_registry
 from irpass.transform import ConfigOption, PassContext, function_pass
 
-from .debug_counter import rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 
@@ -616,7 +615,7 @@ class _LayoutRewriter(ExprMutator):
         self.ctx = ctx
         self.root = root
         # asked before each op is altered, carried or composed (None: no debug counter)
-        self.counter = rewrite_counter(ctx)
+        self.counter = ctx.rewrite_counter()
         #: original node -> layout state of its rewritten form (absent: the original layout)
         self.states: dict[Expr, _State] = {}
         self._converted: dict[tuple[Expr, _State, _State], Expr] = {}

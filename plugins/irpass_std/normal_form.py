@@ -87,8 +87,8 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
+from irpass.transform.context import RewriteCounter
 
-from .debug_counter import Counter, rewrite_counter
 from .effects import Callees, EffectAnalysis, World
 from .scan import reaches_kind
 
@@ -605,7 +605,7 @@ class _ToGraph(ExprMutator):
     """Substitutes let-bound values into their uses, except the bindings that must stay."""
 
     def __init__(
-        self, func: Function, effects: EffectAnalysis, counter: Counter | None = None
+        self, func: Function, effects: EffectAnalysis, counter: RewriteCounter | None = None
     ) -> None:
         self._func = func
         self._effects = effects
@@ -638,7 +638,7 @@ class _ToGraph(ExprMutator):
 
 
 def to_graph_normal_form(
-    func: Function, effects: EffectAnalysis | None = None, counter: Counter | None = None
+    func: Function, effects: EffectAnalysis | None = None, counter: RewriteCounter | None = None
 ) -> Function:
     """``func`` with its lets substituted into their uses (see the module docstring).
 
@@ -665,7 +665,7 @@ def ToGraphNormalForm(mod: IRModule, ctx: PassContext) -> IRModule:
     is nothing to substitute.
     """
     effects: list[EffectAnalysis] = []  # made on first need: most modules have no lets
-    counter = rewrite_counter(ctx)
+    counter = ctx.rewrite_counter()
 
     def convert(func: Function) -> Function:
         if not reaches_kind(func.body, (Let,)):

@@ -51,8 +51,8 @@ from irpass.ir import (
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, PassContext, function_pass
+from irpass.transform.context import RewriteCounter
 
-from .debug_counter import Counter, rewrite_counter
 from .infer_type import typed_function
 from .scan import reaches_op_call
 from .simplify_expr import may_have_effects
@@ -83,7 +83,7 @@ def SimplifyInference(func: Function, mod: IRModule, ctx: PassContext) -> Functi
     if not reaches_op_call(typed, _LOWERED_WITH_LAYER_NORM if decompose else _LOWERED):
         return func  # none of the ops it lowers: the walk would rebuild nothing
     with gc_paused():  # many new acyclic nodes: nothing for the cyclic GC to collect
-        out = _InferenceSimplifier(decompose, rewrite_counter(ctx)).visit(typed)
+        out = _InferenceSimplifier(decompose, ctx.rewrite_counter()).visit(typed)
     return func if out is typed else out
 
 
@@ -95,7 +95,7 @@ _LOWERED_WITH_LAYER_NORM = _LOWERED | {"nn.layer_norm"}
 
 
 class _InferenceSimplifier(ExprMutator):
-    def __init__(self, decompose_layer_norm: bool, counter: Counter | None = None) -> None:
+    def __init__(self, decompose_layer_norm: bool, counter: RewriteCounter | None = None) -> None:
         self.decompose_layer_norm = decompose_layer_norm
         self.counter = counter  # asked before each rewrite (None: no debug counter)
         self.effects = may_have_effects()

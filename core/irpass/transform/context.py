@@ -29,7 +29,7 @@ Instrument rules (those of TVM's ``PassContext``), for instruments
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..instrument.base import PassInstrument
@@ -37,7 +37,11 @@ from .config import PassConfig, register_config_option
 from .diagnostics import DiagnosticContext
 from .info import PassInfo, pass_names
 
-__all__ = ["PassContext"]
+__all__ = ["PassContext", "RewriteCounter"]
+
+#: ``counter(site) -> bool``: whether the running pass may make its next rewrite
+#: (what :meth:`PassContext.rewrite_counter` returns).
+RewriteCounter = Callable[[str], bool]
 
 register_config_option(
     "testing.immutable_module",
@@ -238,6 +242,17 @@ class PassContext:
         if n == limit:  # the last rewrite let through: what bisect reports
             self._debug_sites[name] = site if site is not None else _caller(2)
         return limit < 0 or n <= limit
+
+    def rewrite_counter(self) -> RewriteCounter | None:
+        """:meth:`debug_counter` when the ``debug_counter`` option names the running pass,
+        else ``None``. A pass takes it once and, before each rewrite, skips the rewrite
+        when ``counter is not None and not counter(site)``: without a counter on the pass
+        that costs one test of a local, and the site (often a formatted string such as
+        ``"fold add"``) is never built."""
+        limits = self._debug_limits
+        if limits is None or self.diag.pass_name not in limits:
+            return None
+        return self.debug_counter
 
     @property
     def debug_counts(self) -> dict[str, int]:
