@@ -5,7 +5,7 @@ of torch's exporters: -O3 turns the decompositions into the fused ops (counted p
 optimized module computes what onnxruntime computes on the original model, and so do its
 exports: at the opset it was imported with (the fused ops written decomposed again) and at
 opset 24 (one node each: LayerNormalization, Gelu, RMSNormalization, Attention,
-RotaryEmbedding, Swish), which also has fewer nodes than the original.
+RotaryEmbedding; SiLU as x * Sigmoid(x)), which also has fewer nodes than the original.
 """
 
 from __future__ import annotations
@@ -51,9 +51,10 @@ FUSED_OPS = ("nn.layer_norm", "nn.rms_norm", "nn.gelu", "nn.silu", "nn.attention
              "nn.rotary_embedding")
 #: What is left of the decompositions when every one of them is fused.
 DECOMPOSED = ("nn.softmax", "erf", "sigmoid", "sqrt", "mean", "isnan", "power", "strided_slice")
-#: The ONNX node each fused op becomes at opset 24.
+#: The ONNX node each fused op becomes at opset 24 (nn.silu: x * Sigmoid(x), as onnxruntime
+#: 1.32 runs Swish only in opset-24 models).
 ONNX_NODE = {"nn.layer_norm": "LayerNormalization", "nn.rms_norm": "RMSNormalization",
-             "nn.gelu": "Gelu", "nn.silu": "Swish", "nn.attention": "Attention",
+             "nn.gelu": "Gelu", "nn.silu": "Sigmoid", "nn.attention": "Attention",
              "nn.rotary_embedding": "RotaryEmbedding"}
 NEW_OPSET = 24
 BY_FILE = {e["file"]: e for e in ENTRIES}

@@ -3,8 +3,9 @@ layouts get ``Transpose`` nodes around the op (constant weights are transposed h
 so they cost no node).
 
 The fused activations and ``nn.rms_norm`` are one ONNX node from the opset that has it
-(``HardSwish`` 14, ``Gelu`` 20, ``RMSNormalization`` 23 when the axes are a trailing run,
-``Swish`` 24) and the fewest older nodes before: ``x * HardSigmoid(x)``, ``x * Sigmoid(x)``,
+(``HardSwish`` 14, ``Gelu`` 20, ``RMSNormalization`` 23 when the axes are a trailing run)
+and the fewest older nodes before: ``x * HardSigmoid(x)``, ``x * Sigmoid(x)`` (also from
+opset 24: onnxruntime 1.32 runs ``Swish`` only in opset-24 models),
 the tanh GELU as ``x * Sigmoid(2z)`` (``(1 + tanh(z)) / 2`` is ``sigmoid(2z)``: 6 nodes, not
 9). The decompositions that sum or call ``Erf`` compute float16 and bfloat16 in float32 as
 the core ops do (the squares of an RMS norm would overflow float16 first)."""
@@ -508,9 +509,9 @@ def _gelu(ctx: EmitContext) -> str:
 
 @emitter("nn.silu")
 def _silu(ctx: EmitContext) -> str:
+    # Always x * Sigmoid(x): Swish (opset 24) would save a node, but onnxruntime 1.32 runs
+    # it only in models of opset 24 exactly (no kernel at 25 or 26)
     x = ctx.input(0)
-    if ctx.opset >= 24:
-        return ctx.emit("Swish", [x])
     return ctx.emit("Mul", [x, ctx.emit("Sigmoid", [x])])
 
 

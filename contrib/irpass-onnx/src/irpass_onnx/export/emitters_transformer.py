@@ -73,7 +73,9 @@ def _reduce(ctx: EmitContext, op: str, x: str, axes: list[int]) -> str:
 def _attention(ctx: EmitContext) -> str:
     n = len(ctx.node.inputs)
     scale, causal = ctx.attrs["scale"], ctx.attrs["is_causal"]
-    if ctx.opset >= 23:
+    # a mask of rank 0 or 1 is left to the decomposition: Attention wants rank 2 to 4, and
+    # onnxruntime 1.32 gives other values for such a mask reshaped to (1, kv)
+    if ctx.opset >= 23 and (n == 3 or ctx.type_of(3).ndim >= 2):
         return ctx.emit("Attention", [ctx.input(i) for i in range(n)], scale=scale,
                         is_causal=1 if causal else None)
     b, h, sq, d = ctx.type_of(0).shape
@@ -135,6 +137,8 @@ def _attention_bias(ctx: EmitContext, has_mask: bool, causal: bool, sq: Any, skv
         return (_causal_bias(ctx, sq, skv, dtype) if causal else None), None
     with np.errstate(all="ignore"):
         bias = (np.where(mask, 0, -np.inf) if mask.dtype == bool else mask).astype(dtype)
+        if bias.ndim < 2:  # a scalar or a row: the same broadcast as (1, kv)
+            bias = bias.reshape((1,) * (2 - bias.ndim) + bias.shape)
         if causal:
             bias = bias + _causal_array(sq, skv, dtype)
     rows = np.isneginf(np.max(bias, axis=-1, keepdims=True)) if bias.shape[-1] else None
