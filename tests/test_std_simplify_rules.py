@@ -6,7 +6,6 @@ the timing instrument)."""
 from __future__ import annotations
 
 import re
-import types
 import warnings
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from irpass import Function, IRModule, const, op, var
 from irpass.instrument import PassTimingInstrument
 from irpass.ir import Call, Op, Tuple, post_order_visit
 from irpass.ir.dataflow_pattern import DFPatternCallback, is_op, wildcard
-from irpass.plugins import hookimpl
 from irpass.testing import check_semantics
 from irpass.transform import PassContext, Rule, RuleSet, Sequential
 from irpass_std.simplify_rules import RULE_DOCS, SIMPLIFY
@@ -113,21 +111,10 @@ def test_a_merge_unblocked_by_a_user_dropped_deeper_down():
     check_semantics(irpass.transform.SimplifyExpr(), mod, config={FINITE: True})
 
 
-def register_simplify():
-    """Register SIMPLIFY through the hook, as a plugin that lists it would."""
-    obj = types.SimpleNamespace()
-
-    @hookimpl
-    def irpass_register_rewrites():
-        return [SIMPLIFY]
-
-    obj.irpass_register_rewrites = irpass_register_rewrites
-    irpass.plugins.register(obj, name="simplify_listed")
-
-
 def test_canonicalize_leaves_out_a_rule_set_its_pass_applies():
-    register_simplify()
-    assert "simplify" in irpass.transform.list_rule_sets()
+    # std registers SIMPLIFY through its irpass_register_rewrites hook
+    entry = irpass.transform.list_rule_sets()["simplify"]
+    assert entry.ruleset is SIMPLIFY and entry.owner == "std"
     mod = irpass.transform.InferType()(program())
     with PassContext():
         assert irpass.transform.Canonicalize()(mod) is mod
@@ -231,7 +218,7 @@ def test_rules_keep_meaning_on_a_mixed_program():
 def test_config_file_disables_a_rule_of_a_registered_rule_set(tmp_path):
     from irpass.settings import load_settings
 
-    register_simplify()
+    # std registers the rule set, so the config file's name of one of its rules validates
     (tmp_path / "irpass.toml").write_text('[rewrites]\ndisable = ["simplify.add_zero"]\n')
     settings = load_settings(cwd=tmp_path, environ={})
     settings.validate()
