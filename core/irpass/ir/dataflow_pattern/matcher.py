@@ -414,42 +414,19 @@ class Matcher:
             and self.visit(p.body, e.body)
         )
 
+    # The structural part first: typing on demand is the expensive part. The conditions
+    # themselves are the compiled patterns' (the *_holds functions below).
     def _attr(self, p: AttrPattern, e: Expr) -> bool:
-        if not self.visit(p.pattern, e):
-            return False
-        t = type(e)
-        if t is Op:
-            for key, want in p.attrs.items():
-                got = _op_property(e, key)
-                if got is None or got != want:
-                    return False
-            return True
-        if t is Call or t is Function:
-            have = e.attrs
-            for key, want in p.attrs.items():
-                got = have.get(key, _MISSING)
-                if got is _MISSING or got != want:
-                    return False
-            return True
-        return False
+        return self.visit(p.pattern, e) and _attr_holds(p, e)
 
     def _type(self, p: TypePattern, e: Expr) -> bool:
-        # The structural part first: typing on demand is the expensive part.
-        return self.visit(p.pattern, e) and type_of(e) == p.type
+        return self.visit(p.pattern, e) and _type_holds(p, e)
 
     def _dtype(self, p: DataTypePattern, e: Expr) -> bool:
-        if not self.visit(p.pattern, e):
-            return False
-        t = type_of(e)
-        return type(t) is TensorType and t.dtype == p.dtype
+        return self.visit(p.pattern, e) and _dtype_holds(p, e)
 
     def _shape(self, p: ShapePattern, e: Expr) -> bool:
-        if not self.visit(p.pattern, e):
-            return False
-        t = type_of(e)
-        if type(t) is not TensorType or len(t.shape) != len(p.shape):
-            return False
-        return all(w is None or w == d for w, d in zip(p.shape, t.shape, strict=True))
+        return self.visit(p.pattern, e) and _shape_holds(p, e)
 
     def _dominator(self, p: DominatorPattern, e: Expr) -> bool:
         if not self.visit(p.child, e):
