@@ -421,9 +421,12 @@ def rewrite(
             )
 
 
-def _rewrite_round(expr: Expr, index: RuleIndex, mod: IRModule | None,
-                   options: Mapping[str, Any] | None) -> tuple[Expr, list[DFPatternCallback]]:
-    graph = Graph(expr)
+def _claim_groups(graph: Graph, candidates: Callable[[Expr], Sequence[Any]]
+                  ) -> dict[Expr, _Group]:
+    """The matches of one round (of rewrite or partition), by root: each node, outputs
+    first, that no earlier match holds inside it, claims as its group the first of its
+    ``candidates(node)`` (``(callback, quick test or None, _)``, as a
+    :class:`RuleIndex` lists them) whose pattern matches there and makes a group."""
     matcher = Matcher(graph)
     claimed: dict[Expr, Expr] = {}
     groups: dict[Expr, _Group] = {}
@@ -433,16 +436,23 @@ def _rewrite_round(expr: Expr, index: RuleIndex, mod: IRModule | None,
         node = order[i]
         if node in claimed or _pre_partitioned(node, skip):
             continue
-        for cb, test, _ in index.candidates(node):
+        for cb, test, _ in candidates(node):
             if test is not None and not test(node):
                 continue
-            if matcher.match(cb.pattern, node):  # type: ignore[arg-type]
-                group = _make_group(matcher, cb.pattern, node, graph, claimed, cb)  # type: ignore[arg-type]
+            if matcher.match(cb.pattern, node):
+                group = _make_group(matcher, cb.pattern, node, graph, claimed, cb)
                 if group is not None:
                     groups[node] = group
                     for n in group.interior:
                         claimed[n] = node
                     break
+    return groups
+
+
+def _rewrite_round(expr: Expr, index: RuleIndex, mod: IRModule | None,
+                   options: Mapping[str, Any] | None) -> tuple[Expr, list[DFPatternCallback]]:
+    graph = Graph(expr)
+    groups = _claim_groups(graph, index.candidates)
     fired: list[DFPatternCallback] = []
 
     def at_root(group: _Group, post: Expr, memo: dict[Expr, Expr]) -> Expr:
@@ -557,21 +567,10 @@ def _partition(
         except (IRPassError, ValueError, TypeError):
             pass  # an untyped program: params stay unannotated, as TVM's
     graph = Graph(expr)
-    matcher = Matcher(graph)
-    claimed: dict[Expr, Expr] = {}
-    groups: dict[Expr, _Group] = {}
-    skip: set[Expr] = set()
-    order = graph.order
-    for i in range(len(order) - 1, -1, -1):
-        node = order[i]
-        if node in claimed or _pre_partitioned(node, skip):
-            continue
-        if matcher.match(pattern, node):
-            group = _make_group(matcher, pattern, node, graph, claimed, None)
-            if group is not None:
-                groups[node] = group
-                for n in group.interior:
-                    claimed[n] = node
+    owner = DFPatternCallback()
+    owner.pattern = pattern
+    only = [(owner, None, None)]
+    groups = _claim_groups(graph, lambda node: only)
     if not groups:
         return expr
     from ..functor import ExprMutator
