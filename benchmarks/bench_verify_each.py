@@ -57,10 +57,10 @@ def main() -> None:
     level = args.opt_level
 
     rows = []
+    pipeline = default_pipeline(level)
     print(f"{'model':48s} {'-O' + str(level) + ' ms':>9s} {'+verify ms':>11s} {'overhead':>9s}")
     for name, build in _models(args.models_dir):
         mod = build()
-        pipeline = default_pipeline(level)
 
         def plain(mod: IRModule = mod) -> None:
             with PassContext(opt_level=level):

@@ -200,7 +200,8 @@ def test_a_value_no_attrs_can_hold_is_named_after_the_other_checks(scratch_op):
         AttrField("second", attr_int, 0),
     )
     with pytest.raises(TypeError, match=r"^attribute attrs\['first'\] must be None, bool, int, "
-                                        r"float, str, a symbolic dim or a tuple of those, got set \{1\}$"):
+                                        r"float, str, a symbolic dim or a tuple of those, "
+                                        r"got set \{1\}$"):
         op.make_attrs({"first": 1})
     # the converters, the required and the unknown attributes are checked first
     with pytest.raises(TypeError, match=r"^test_attrs_fast\.op\d+\.second must be an int"):

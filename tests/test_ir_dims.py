@@ -96,7 +96,8 @@ def test_size_vars_are_values_by_name() -> None:
         DimExpr()
 
 
-@pytest.mark.parametrize("name", ["", "2n", "a-b", "min", "max", "floordiv", "mod", "inf", "None", "n m", "ñ", 3])
+@pytest.mark.parametrize("name", ["", "2n", "a-b", "min", "max", "floordiv", "mod", "inf",
+                                  "None", "n m", "ñ", 3])
 def test_bad_size_var_names(name: Any) -> None:
     with pytest.raises(ValueError, match="size variable name"):
         SizeVar(name)

@@ -112,7 +112,8 @@ def test_instrument_arguments_checked_against_the_factory(tmp_path):
     err = validate_error(s)
     assert str(err) == (
         "irpass.toml: [instruments.dump-ir]: cannot create instrument 'dump-ir': "
-        "unexpected argument 'dumpdir'; did you mean 'dump_dir'? (it takes: dump_dir, elide_constants)"
+        "unexpected argument 'dumpdir'; did you mean 'dump_dir'? "
+        "(it takes: dump_dir, elide_constants)"
     )
 
 

@@ -19,8 +19,14 @@ from irpass.ir import (
 from irpass.ir.nodes import Call
 from irpass.ir.type_infer import _set_checked_type
 from irpass.testing import models
-from irpass.transform import PassContext, Sequential, default_pipeline, function_pass, get_pass
-from irpass.transform import module_pass
+from irpass.transform import (
+    PassContext,
+    Sequential,
+    default_pipeline,
+    function_pass,
+    get_pass,
+    module_pass,
+)
 
 
 def _mod() -> IRModule:
