@@ -18,7 +18,8 @@ import irpass_std.plugin
 import numpy as np
 import pytest
 from irpass.cli.main import main, split_names
-from irpass.cli.optimize import compare_outputs, count_nodes, example_models
+from irpass.cli.optimize import compare_outputs, example_models
+from irpass.cli.summary import count_ops
 from irpass.testing import models, random_inputs
 from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
 
@@ -139,8 +140,9 @@ def assert_one_error(err: str, *fragments: str) -> None:
 
 def same_outputs(a: irpass.IRModule, b: irpass.IRModule, seed: int = 0) -> bool:
     inputs = random_inputs(a, seed)
-    return np.allclose(irpass.evaluate(a, **inputs), irpass.evaluate(b, **inputs),
-                       rtol=1e-5, atol=1e-6)
+    return np.allclose(
+        irpass.evaluate(a, **inputs), irpass.evaluate(b, **inputs), rtol=1e-5, atol=1e-6
+    )
 
 
 # -- global options ---------------------------------------------------------------------
@@ -186,10 +188,14 @@ def test_optimize_default_example_to_stdout(capsys):
     # the summary: passes, time, node counts and the op table
     assert "irpass optimize: example resnet, default_pipeline at opt_level 2" in err
     assert "passes:" in err and "InferType" in err
-    nodes_before, ops = count_nodes(models.resnet())
-    assert f"nodes:   {nodes_before} -> " in err
+    before, after = count_ops(models.resnet()), count_ops(result)
+    assert after.fused_functions > 0
+    assert (
+        f"nodes:   {before.calls} -> {after.calls} ({after.fused_calls} in "
+        f"{after.fused_functions} fused functions) op calls"
+    ) in err
     conv_row = next(line for line in err.splitlines() if line.split()[:1] == ["nn.conv2d"])
-    assert conv_row.split()[1:3] == [str(ops["nn.conv2d"])] * 2
+    assert conv_row.split()[1:3] == [str(before.ops["nn.conv2d"])] * 2
 
 
 def test_optimize_quiet_prints_no_summary(capsys):
@@ -220,7 +226,7 @@ def test_optimize_output_file_loads_back(capsys, cli_env):
 def test_optimize_model_file_with_pipeline_string(capsys, cli_env):
     src = cli_env / "mlp.txt"
     irpass.save(models.mlp(), src)
-    code, out, err = run(capsys, "optimize", str(src), "-p", "Identity")
+    code, out, err = run(capsys, "optimize", str(src), "--pipeline", "Identity")
     assert code == 0, err
     irpass.assert_structural_equal(irpass.parse(out), models.mlp())
     assert "1 run: Identity" in err
@@ -228,11 +234,28 @@ def test_optimize_model_file_with_pipeline_string(capsys, cli_env):
 
 
 def test_optimize_disabled_pass_does_not_run(capsys):
-    code, _, err = run(capsys, "optimize", "-q", "--example", "mlp", "-p", "Identity,InferType",
-                       "--disable-pass", "InferType")
+    code, _, err = run(
+        capsys,
+        "optimize",
+        "-q",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Identity,InferType",
+        "--disable-pass",
+        "InferType",
+    )
     assert code == 0, err
-    code, _, err = run(capsys, "optimize", "--example", "mlp", "-p", "Identity,InferType",
-                       "--disable-pass", "Identity,InferType")
+    code, _, err = run(
+        capsys,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Identity,InferType",
+        "--disable-pass",
+        "Identity,InferType",
+    )
     assert code == 0, err
     assert "passes:  none ran" in err
 
@@ -250,40 +273,83 @@ def test_optimize_check_passes(capsys):
 
 def test_optimize_check_catches_a_wrong_pass(capsys, cli_env):
     out_path = cli_env / "wrong.txt"
-    code, out, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
-                         "-p", "ScaleOutput", "--check", "-o", str(out_path))
+    code, out, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "ScaleOutput",
+        "--check",
+        "-o",
+        str(out_path),
+    )
     assert code == 1
     assert out == ""
     assert_one_error(err, "--check", "output", "max abs error")
     assert not out_path.exists()  # a wrong result is not written
     # without --check the same run succeeds: the failure above is the check's
-    code, _, err = run(capsys, "--plugin", PLUGIN, "optimize", "-q", "--example", "mlp",
-                       "-p", "ScaleOutput")
+    code, _, err = run(
+        capsys,
+        "--plugin",
+        PLUGIN,
+        "optimize",
+        "-q",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "ScaleOutput",
+    )
     assert code == 0, err
 
 
 def test_check_tolerances_decide(capsys):
     # doubling the result is within a huge relative tolerance
-    code, _, err = run(capsys, "optimize", "--plugin", PLUGIN, "--example", "mlp",
-                       "-p", "ScaleOutput", "--check", "--rtol", "2", "-q")
+    code, _, err = run(
+        capsys,
+        "optimize",
+        "--plugin",
+        PLUGIN,
+        "--example",
+        "mlp",
+        "--pipeline",
+        "ScaleOutput",
+        "--check",
+        "--rtol",
+        "2",
+        "-q",
+    )
     assert code == 0, err
 
 
 def test_verify_each_blames_the_pass_that_broke_the_module(capsys):
-    code, out, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
-                         "-p", "IllTyped,SimplifyExpr")
+    code, out, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--pipeline", "IllTyped,SimplifyExpr"
+    )
     assert code == 1 and out == ""
     assert_one_error(err, "'IllTyped'", "ill-formed", "(7,)")
     # switched off, the pass after it is blamed (what verify_each is there to prevent)
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
-                       "-p", "IllTyped,SimplifyExpr", "--no-verify-each")
+    code, _, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "IllTyped,SimplifyExpr",
+        "--no-verify-each",
+    )
     assert code == 1
     assert "'IllTyped'" not in err and "'InferType' failed" in err
 
 
 def test_print_changed(capsys):
-    code, out, err = run(capsys, "optimize", "--example", "resnet", "-O", "3", "-q",
-                         "--print-changed=diff")
+    code, out, err = run(
+        capsys, "optimize", "--example", "resnet", "-O", "3", "-q", "--print-changed=diff"
+    )
     assert code == 0, err
     assert err.startswith("*** IR Dump At Start ***\n")
     assert "*** IR Dump After FoldScaleAxis (diff) ***" not in err  # a Sequential of passes
@@ -303,8 +369,18 @@ def _reproducer_json(path):
 def test_a_failing_pass_leaves_a_reproducer_that_fails_the_same_way(capsys, cli_env):
     repro = cli_env / "repro"
     pipeline = "InferType,seq(FoldConstant,IllTyped,SimplifyExpr),DeadCodeElimination"
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", pipeline,
-                       "--reproducer", str(repro))
+    code, _, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        pipeline,
+        "--reproducer",
+        str(repro),
+    )
     assert code == 1
     assert err.startswith("irpass: error: pass 'IllTyped' failed") and "Traceback" not in err
     assert f"reproducer: {repro} (rerun: irpass optimize --reproduce {repro})" in err
@@ -324,21 +400,44 @@ def test_a_failing_pass_leaves_a_reproducer_that_fails_the_same_way(capsys, cli_
 
 
 def test_the_reproducer_goes_to_a_temporary_directory_by_default(capsys):
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Explode")
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--pipeline", "Explode"
+    )
     assert code == 1
     where = err.split("reproducer: ")[1].split(" (rerun")[0]
     assert Path(where).is_dir() and _reproducer_json(Path(where))["failure"]["pass"] == "Explode"
     code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", where)
     assert code == 1 and "boom from Explode" in err
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Explode",
-                       "--reproducer", "off")
+    code, _, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Explode",
+        "--reproducer",
+        "off",
+    )
     assert code == 1 and "reproducer" not in err
 
 
 def test_check_each_failure_reproduces_with_check_each(capsys, cli_env):
     repro = cli_env / "repro"
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--check-each",
-                       "-p", "InferType,ScaleOutput,SimplifyExpr", "--reproducer", str(repro))
+    code, _, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--check-each",
+        "--pipeline",
+        "InferType,ScaleOutput,SimplifyExpr",
+        "--reproducer",
+        str(repro),
+    )
     assert code == 1
     assert "*** IR before ScaleOutput ***" in err and "*** IR after ScaleOutput ***" in err
     assert "changed the outputs" in err
@@ -351,8 +450,18 @@ def test_bad_reproducer_directories_are_one_line_errors(capsys, cli_env):
 
     # (one plugin set per process: every run here loads the test plugin)
     repro = cli_env / "repro"
-    run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "IllTyped",
-        "--reproducer", str(repro))
+    run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "IllTyped",
+        "--reproducer",
+        str(repro),
+    )
     empty = cli_env / "empty"
     empty.mkdir()
     code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(empty))
@@ -360,8 +469,15 @@ def test_bad_reproducer_directories_are_one_line_errors(capsys, cli_env):
     assert_one_error(err, "not a reproducer directory")
     # a plugin the failing run had is not loaded now
     data = _reproducer_json(repro)
-    data["plugins"].append({"name": "no_such_pack", "source": "entry point",
-                            "module": "no_such_pack", "dist": "no-such-pack", "version": "1.2"})
+    data["plugins"].append(
+        {
+            "name": "no_such_pack",
+            "source": "entry point",
+            "module": "no_such_pack",
+            "dist": "no-such-pack",
+            "version": "1.2",
+        }
+    )
     (repro / "reproducer.json").write_text(json.dumps(data))
     code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
     assert code == 2
@@ -373,30 +489,54 @@ def test_bad_reproducer_directories_are_one_line_errors(capsys, cli_env):
     code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--reproduce", str(repro))
     assert code == 2
     assert_one_error(err, "irpass 0.0.1", f"irpass {irpass.__version__}")
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
-                       "--reproduce", str(repro))
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--reproduce", str(repro)
+    )
     assert code == 2
     assert_one_error(err, "--reproduce DIR", "no MODEL")
     # a reproducer directory that is not empty is refused, and the failure still shown
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "IllTyped",
-                       "--reproducer", str(repro))
+    code, _, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "optimize",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "IllTyped",
+        "--reproducer",
+        str(repro),
+    )
     assert code == 2 and "not an empty directory" in err
 
 
 def test_bisect_names_the_pass_and_the_rewrite(capsys):
-    code, out, err = run(capsys, "-p", PLUGIN, "bisect", "--example", "resnet", "-O", "3",
-                         "-p", "default,FlipThird,SimplifyExpr")
+    code, out, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "bisect",
+        "--example",
+        "resnet",
+        "-O",
+        "3",
+        "--pipeline",
+        "default,FlipThird,SimplifyExpr",
+    )
     assert code == 0, err
     assert "first bad pass: FlipThird" in out
     assert "first bad rewrite: 3 of 5 in FlipThird, at relu" in out
     assert "after:  negative(" in out
 
 
-@pytest.mark.parametrize("test, words", [
-    ("irpass_no_such_command", ["irpass_no_such_command", "not found"]),
-    ("false", ["bad already", "nothing to bisect"]),
-    ("true", ["not bad", "nothing to bisect"]),
-])
+@pytest.mark.parametrize(
+    "test, words",
+    [
+        ("irpass_no_such_command", ["irpass_no_such_command", "not found"]),
+        ("false", ["bad already", "nothing to bisect"]),
+        ("true", ["not bad", "nothing to bisect"]),
+    ],
+)
 def test_bisect_bad_tests_are_one_line_errors(capsys, test, words):
     code, out, err = run(capsys, "bisect", "--example", "mlp", "--test", test)
     assert code == 2 and out == ""
@@ -406,18 +546,42 @@ def test_bisect_bad_tests_are_one_line_errors(capsys, test, words):
 def test_bisect_with_a_test_command(capsys, cli_env):
     # the command fails on models that contain a negative: only FlipThird's output does
     script = cli_env / "has_negative.py"
-    script.write_text("import sys\nsys.exit(1 if 'negative(' in open(sys.argv[1]).read() "
-                      "else 0)\n")
-    code, out, err = run(capsys, "-p", PLUGIN, "bisect", "--example", "resnet", "-O", "3",
-                         "-p", "default,FlipThird", "--test", f"{sys.executable} {script}")
+    script.write_text("import sys\nsys.exit(1 if 'negative(' in open(sys.argv[1]).read() else 0)\n")
+    code, out, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "bisect",
+        "--example",
+        "resnet",
+        "-O",
+        "3",
+        "--pipeline",
+        "default,FlipThird",
+        "--test",
+        f"{sys.executable} {script}",
+    )
     assert code == 0, err
     assert "first bad pass: FlipThird" in out and "first bad rewrite: 3 of 5" in out
 
 
 def test_reduce_shrinks_a_miscompile(capsys, cli_env):
     out_path = cli_env / "small.txt"
-    code, out, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet", "-O", "3",
-                         "--check", "-p", "default,FlipThird", "-o", str(out_path))
+    code, out, err = run(
+        capsys,
+        "-p",
+        PLUGIN,
+        "reduce",
+        "--example",
+        "resnet",
+        "-O",
+        "3",
+        "--check",
+        "--pipeline",
+        "default,FlipThird",
+        "-o",
+        str(out_path),
+    )
     assert code == 0, err
     assert "reduced @main from" in err
     small = irpass.load(out_path)
@@ -428,30 +592,35 @@ def test_reduce_shrinks_a_miscompile(capsys, cli_env):
     code, _, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet")
     assert code == 2
     assert_one_error(err, "--test CMD, --check, --failing-pass NAME")
-    code, _, err = run(capsys, "-p", PLUGIN, "reduce", "--example", "resnet",
-                       "--failing-pass", "FoldConstant")
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "reduce", "--example", "resnet", "--failing-pass", "FoldConstant"
+    )
     assert code == 2
     assert_one_error(err, "not bad", "nothing to reduce")
 
 
 def test_verify_each_off_in_the_config_file(capsys, cli_env):
     (cli_env / "irpass.toml").write_text("[config]\nverify_each = false\n")
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp",
-                       "-p", "IllTyped,SimplifyExpr")
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--pipeline", "IllTyped,SimplifyExpr"
+    )
     assert code == 1
     assert "'InferType' failed" in err
 
 
 def test_failing_pass_exits_1_without_traceback(capsys):
-    code, out, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Explode")
+    code, out, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--pipeline", "Explode"
+    )
     assert code == 1
     assert out == ""
     assert_one_error(err, "Explode", "boom from Explode")
 
 
 def test_traceback_option_shows_the_traceback(capsys):
-    code, _, err = run(capsys, "-p", PLUGIN, "--traceback", "optimize", "--example", "mlp",
-                       "-p", "Explode")
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "--traceback", "optimize", "--example", "mlp", "--pipeline", "Explode"
+    )
     assert code == 1
     assert "Traceback (most recent call last)" in err
     assert "RuntimeError: boom from Explode" in err
@@ -465,7 +634,9 @@ def test_traceback_option_after_the_command(capsys):
 
 
 def test_keyboard_interrupt_exits_130(capsys):
-    code, _, err = run(capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "-p", "Interrupt")
+    code, _, err = run(
+        capsys, "-p", PLUGIN, "optimize", "--example", "mlp", "--pipeline", "Interrupt"
+    )
     assert code == 130
     assert "interrupted" in err
 
@@ -473,8 +644,8 @@ def test_keyboard_interrupt_exits_130(capsys):
 @pytest.mark.parametrize(
     "argv, fragments",
     [
-        (["optimize", "-p", "InferType,,Identity"], ["pipeline"]),
-        (["optimize", "-p", "InferTyp"], ["InferTyp", "InferType"]),
+        (["optimize", "--pipeline", "InferType,,Identity"], ["pipeline"]),
+        (["optimize", "--pipeline", "InferTyp"], ["InferTyp", "InferType"]),
         (["optimize", "--disable-pass", "Identity,InferTyp"], ["InferTyp", "InferType"]),
         (["optimize", "--required-pass", "NoSuchPassAnywhere"], ["NoSuchPassAnywhere"]),
         (["optimize", "missing_model.txt"], ["missing_model.txt"]),
@@ -527,11 +698,13 @@ def test_optimize_refuses_an_output_whose_constants_file_is_another_inputs(capsy
     # the input is model.ir, whose constants live in model.npz; so would those of model.txt
     irpass.save(models.mlp(), cli_env / "model.ir")
     files = {p.name: p.read_bytes() for p in cli_env.iterdir()}
-    code, _, err = run(capsys, "optimize", str(cli_env / "model.ir"), "-o",
-                       str(cli_env / "model.txt"))
+    code, _, err = run(
+        capsys, "optimize", str(cli_env / "model.ir"), "-o", str(cli_env / "model.txt")
+    )
     assert code == 2
-    assert_one_error(err, str(cli_env / "model.ir"), str(cli_env / "model.txt"),
-                     str(cli_env / "model.npz"))
+    assert_one_error(
+        err, str(cli_env / "model.ir"), str(cli_env / "model.txt"), str(cli_env / "model.npz")
+    )
     assert {p.name: p.read_bytes() for p in cli_env.iterdir()} == files
 
 
@@ -540,7 +713,7 @@ def test_model_file_with_syntax_error(capsys, cli_env):
     code, _, err = run(capsys, "optimize", "bad.txt")
     assert code == 2
     assert_one_error(err, "bad.txt:")
-    assert "error: error" not in err and ": error: " not in err[len("irpass: error: "):]
+    assert "error: error" not in err and ": error: " not in err[len("irpass: error: ") :]
 
 
 def test_bad_config_file_exits_2(capsys, cli_env):
@@ -561,7 +734,7 @@ def test_config_file_settings_are_used(capsys, cli_env):
     assert "1 run: Identity" in err
     irpass.assert_structural_equal(irpass.parse(out), models.mlp())
     # the command line wins over the file
-    code, _, err = run(capsys, "optimize", "--example", "mlp", "-p", "InferType")
+    code, _, err = run(capsys, "optimize", "--example", "mlp", "--pipeline", "InferType")
     assert code == 0, err
     assert "1 run: InferType" in err
 
@@ -570,36 +743,63 @@ def test_config_file_settings_are_used(capsys, cli_env):
 
 
 def test_timing_instrument_prints_its_table(capsys):
-    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp",
-                         "--instrument", "timing")
+    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp", "--instrument", "timing")
     assert code == 0, err
     lines = err.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("Pass "))
     assert "Total us" in lines[header]
-    assert any(line.strip().startswith("InferType") for line in lines[header + 1:])
+    assert any(line.strip().startswith("InferType") for line in lines[header + 1 :])
     irpass.parse(out)  # stdout holds only the module
 
 
 def test_dump_ir_instrument_writes_files(capsys, cli_env):
     dump = cli_env / "dump"
-    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp",
-                         "-p", "Identity,InferType", "--instrument", f"dump-ir:{dump}")
+    code, out, err = run(
+        capsys,
+        "optimize",
+        "-q",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Identity,InferType",
+        "--instrument",
+        f"dump-ir:{dump}",
+    )
     assert code == 0, err
     files = sorted(p.name for p in dump.glob("*.txt"))
     assert files[:2] == ["000_Identity.txt", "001_InferType.txt"]
     # the weights are elided by default (print.elide_constants); every value when asked
     assert "const(float32, (128, 64), ...)" in (dump / "000_Identity.txt").read_text()
     (cli_env / "irpass.toml").write_text('[config]\n"print.elide_constants" = -1\n')
-    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp",
-                         "-p", "Identity,InferType", "--instrument", f"dump-ir:{dump}")
+    code, out, err = run(
+        capsys,
+        "optimize",
+        "-q",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Identity,InferType",
+        "--instrument",
+        f"dump-ir:{dump}",
+    )
     assert code == 0, err
-    irpass.assert_structural_equal(irpass.parse((dump / "000_Identity.txt").read_text()),
-                                   models.mlp())
+    irpass.assert_structural_equal(
+        irpass.parse((dump / "000_Identity.txt").read_text()), models.mlp()
+    )
 
 
 def test_print_instruments_keep_stdout_clean(capsys):
-    code, out, err = run(capsys, "optimize", "-q", "--example", "mlp", "-p", "Identity",
-                         "--instrument", "print-before")
+    code, out, err = run(
+        capsys,
+        "optimize",
+        "-q",
+        "--example",
+        "mlp",
+        "--pipeline",
+        "Identity",
+        "--instrument",
+        "print-before",
+    )
     assert code == 0, err
     irpass.assert_structural_equal(irpass.parse(out), models.mlp())
     assert "def @main" in err
@@ -619,8 +819,7 @@ def _row(out: str, first: str) -> list[str]:
 def test_passes_lists_every_pass(capsys):
     code, out, err = run(capsys, "-p", PLUGIN, "passes")
     assert code == 0, err
-    assert out.splitlines()[0].split() == ["pass", "opt_level", "required", "plugin",
-                                           "description"]
+    assert out.splitlines()[0].split() == ["pass", "opt_level", "required", "plugin", "description"]
     assert _row(out, "InferType")[1:4] == ["0", "-", "std"]
     assert _row(out, "Identity")[3] == "irpass"
     assert _row(out, "ScaleOutput")[1:4] == ["0", "-", PLUGIN]
@@ -690,7 +889,7 @@ def test_pipeline_without_plugins_is_empty(capsys):
 
 
 def test_pipeline_tree_of_a_pipeline_string(capsys):
-    code, out, err = run(capsys, "pipeline", "-p", "InferType,seq(Identity,PrintIR)")
+    code, out, err = run(capsys, "pipeline", "--pipeline", "InferType,seq(Identity,PrintIR)")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "pipeline 'InferType,seq(Identity,PrintIR)'"
@@ -745,16 +944,24 @@ def test_compare_outputs():
     assert "6 of 6" in problem and "max abs error 0.5" in problem
     (problem,) = compare_outputs((a, a), (a, a[:1]), 1e-5, 1e-6)
     assert problem.startswith("output[1]: shape (2, 3) became (1, 3)")
-    assert compare_outputs((a,), (a, a), 1e-5, 1e-6) == [
-        "the result has 2 output(s) instead of 1"]
+    assert compare_outputs((a,), (a, a), 1e-5, 1e-6) == ["the result has 2 output(s) instead of 1"]
 
 
-def test_count_nodes():
+def test_count_ops_counts_calls_inside_fused_functions():
     x = irpass.var("x", shape=(2,))
     mod = irpass.IRModule.from_expr(irpass.op.add(irpass.op.add(x, x), x))
-    nodes, ops = count_nodes(mod)
-    assert dict(ops) == {"add": 2}
-    assert nodes == 4  # function, x, two calls
+    counts = count_ops(mod)
+    assert (counts.calls, counts.fused_calls, counts.fused_functions) == (2, 0, 0)
+    assert dict(counts.ops) == {"add": 2}
+    # one fused function holding two op calls, called once (a call of a function, not an op)
+    p = irpass.var("p", shape=(2,))
+    fused = irpass.Function([p], irpass.op.nn.relu(irpass.op.add(p, p)), None, {"Primitive": 1})
+    y = irpass.var("y", shape=(2,))
+    mod = irpass.IRModule.from_expr(irpass.op.negative(irpass.Call(fused, [y])))
+    counts = count_ops(mod)
+    assert (counts.calls, counts.fused_calls, counts.fused_functions) == (3, 2, 1)
+    assert counts.text() == "3 (2 in 1 fused function)"
+    assert dict(counts.ops) == {"add": 1, "nn.relu": 1, "negative": 1}
 
 
 # -- as a program -----------------------------------------------------------------------
@@ -762,25 +969,44 @@ def test_count_nodes():
 
 def _env() -> dict[str, str]:
     """A child irpass's environment: irpass's own plugins, whatever packs are installed."""
-    return plugin_environ(OWN_PLUGINS, {k: v for k, v in os.environ.items()
-                                        if not k.startswith("IRPASS_")})
+    return plugin_environ(
+        OWN_PLUGINS, {k: v for k, v in os.environ.items() if not k.startswith("IRPASS_")}
+    )
 
 
 def test_python_dash_m_version(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "irpass", "--version"], cwd=tmp_path,
-                          env=_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "irpass", "--version"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"irpass {irpass.__version__}")
 
 
 def test_python_dash_m_optimize(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "irpass", "optimize", "-q", "--example", "mlp"],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "irpass", "optimize", "-q", "--example", "mlp"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert same_outputs(models.mlp(), irpass.parse(proc.stdout))
-    proc = subprocess.run([sys.executable, "-m", "irpass", "optimize", "missing.txt"],
-                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "irpass", "optimize", "missing.txt"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("irpass: error: ") and "Traceback" not in proc.stderr
 
@@ -789,4 +1015,3 @@ def test_each_test_starts_in_an_empty_directory(cli_env):
     # guards the fixture: every test starts in its own empty directory
     assert Path.cwd() == cli_env
     assert list(cli_env.iterdir()) == []
-
