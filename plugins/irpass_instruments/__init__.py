@@ -15,6 +15,8 @@ live in :mod:`irpass.instrument`; this plugin only names them:
 ``verify-each``           :class:`~irpass.instrument.VerifyEach`
 ``check-each``            :class:`~irpass.instrument.CheckEach` (``seed``, ``rtol``,
                           ``atol``; ``check-each:SEED`` on the command line)
+``report``                :class:`~irpass.instrument.ReportInstrument` (``path``;
+                          ``report:run.html`` on the command line)
 ========================  =================================================
 """
 
@@ -33,6 +35,7 @@ from irpass.instrument import (
     PrintChanged,
     VerifyEach,
 )
+from irpass.instrument.report import ReportInstrument
 from irpass.plugins import hookimpl
 
 
@@ -58,4 +61,5 @@ def irpass_register_instruments() -> dict[str, Callable[..., PassInstrument]]:
         "print-changed": PrintChanged,
         "verify-each": VerifyEach,
         "check-each": CheckEach,
+        "report": ReportInstrument,
     }
