@@ -81,6 +81,57 @@ def _first_line(text: str | None) -> str:
     return line if len(line) <= _DOC_WIDTH else line[: _DOC_WIDTH - 3] + "..."
 
 
+# -- arguments ----------------------------------------------------------------------------
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON instead of text (the schema is in the README)",
+    )
+
+
+def add_passes_arguments(parser: argparse.ArgumentParser) -> None:
+    """``irpass passes [NAME] [--json]``."""
+    parser.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="show this pass's whole documentation instead of the list",
+    )
+    _add_json(parser)
+
+
+def add_plugins_arguments(parser: argparse.ArgumentParser) -> None:
+    """``irpass plugins [-v] [--json]``."""
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="list every contribution of each plugin"
+    )
+    _add_json(parser)
+
+
+def add_pipeline_arguments(parser: argparse.ArgumentParser) -> None:
+    """``irpass pipeline [--as-string] [--json]`` (-O, -P and the pass filters come from
+    :mod:`.main`)."""
+    parser.add_argument(
+        "--as-string",
+        action="store_true",
+        help="print the passes that would run as one pipeline string, which -P accepts",
+    )
+    _add_json(parser)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``irpass config [--options] [--json]`` (the pass options come from :mod:`.main`)."""
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help="list every registered config option: type, default, owner and description",
+    )
+    _add_json(parser)
+
+
 # -- passes -------------------------------------------------------------------------------
 
 
@@ -94,8 +145,10 @@ def _pass_doc(entry: PassEntry, made: Pass | None) -> str:
     generic = _generic_docs()
     candidates = [getattr(entry.factory, "__doc__", None)]
     if made is not None:
-        candidates += [getattr(getattr(made, "pass_func", None), "__doc__", None),
-                       type(made).__doc__]
+        candidates += [
+            getattr(getattr(made, "pass_func", None), "__doc__", None),
+            type(made).__doc__,
+        ]
     for doc in candidates:
         if doc not in generic:
             return _first_line(doc)
@@ -185,8 +238,9 @@ def run_plugins(args: argparse.Namespace, settings: Settings) -> int:
         )
         for r in records
     ]
-    lines = format_table(("plugin", "status", "distribution", "source", "contributes"),
-                         rows).splitlines()
+    lines = format_table(
+        ("plugin", "status", "distribution", "source", "contributes"), rows
+    ).splitlines()
     out = [lines[0]]
     for record, line in zip(records, lines[1:], strict=True):
         out.append(line)
@@ -240,8 +294,11 @@ def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
             (str(i), r.pass_name, r.phase, r.anchor, str(r.opt_level), r.owner)
             for i, r in enumerate(plan.rows, 1)
         ]
-        _out(format_table(("#", "pass", "phase", "placed", "opt_level", "plugin"), rows,
-                          align="><<<><"))
+        _out(
+            format_table(
+                ("#", "pass", "phase", "placed", "opt_level", "plugin"), rows, align="><<<><"
+            )
+        )
     if plan.dropped:
         _out("\nleft out:\n")
         for d in plan.dropped:

@@ -14,20 +14,16 @@ pass or ``--check`` failed, 2 bad usage or input, 130 interrupted).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import platform
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import irpass
-
 from ..errors import IRPassError, ParseError, PassDependencyError, PassError
-from ..plugins import load
-from ..settings import load_settings
-from . import debug, info, optimize
 from .common import PROG, validate, warnings_as_lines
 from .errors import CommandFailed, UsageError
 
@@ -41,12 +37,97 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-COMMANDS = ("optimize", "bisect", "reduce", "passes", "plugins", "pipeline", "config")
+
+@dataclass(frozen=True)
+class _Command:
+    """One command: its help line, the module of ``irpass.cli`` that implements it (imported
+    only when the command runs, so start-up pays for one command), the names of the
+    module's argument-adding function and handler, and the shared options it takes."""
+
+    help: str
+    module: str
+    add_arguments: str | None
+    handler: str
+    validate_first: bool
+    # "run": the pipeline and pass-context options; "pipeline": those that choose and
+    # filter the pipeline (irpass pipeline); "": none
+    pass_options: str = ""
+
+
+_COMMANDS: dict[str, _Command] = {
+    "optimize": _Command(
+        "run the pipeline over a model and write the result",
+        "optimize",
+        "add_arguments",
+        "run",
+        True,
+        "run",
+    ),
+    "bisect": _Command(
+        "find the first pass, then the first rewrite in it, after which the model is bad",
+        "debug",
+        "add_bisect_arguments",
+        "run_bisect",
+        True,
+        "run",
+    ),
+    "reduce": _Command(
+        "shrink a model while a pass still breaks it (or a test still fails)",
+        "debug",
+        "add_reduce_arguments",
+        "run_reduce",
+        True,
+        "run",
+    ),
+    "show": _Command(
+        "draw the dataflow graph of a model (SVG, PNG, DOT or HTML)",
+        "show",
+        "add_arguments",
+        "run",
+        False,
+    ),
+    "passes": _Command(
+        "list the registered passes, or show one pass's documentation",
+        "info",
+        "add_passes_arguments",
+        "run_passes",
+        True,
+    ),
+    "rewrites": _Command(
+        "list the rewrite rules of the plugins' rule sets", "info", None, "run_rewrites", True
+    ),
+    "plugins": _Command(
+        "list the plugins, what each contributed, and failures",
+        "info",
+        "add_plugins_arguments",
+        "run_plugins",
+        False,
+    ),
+    "pipeline": _Command(
+        "show the pipeline that would run, with the plugin behind each pass",
+        "info",
+        "add_pipeline_arguments",
+        "run_pipeline",
+        True,
+        "pipeline",
+    ),
+    "config": _Command(
+        "show the effective configuration and where each value came from",
+        "info",
+        "add_config_arguments",
+        "run_config",
+        False,
+        "run",
+    ),
+}
+
+COMMANDS = tuple(_COMMANDS)
 
 _EPILOG = """\
-global options may also follow the command in their long forms (--plugin,
---config, --strict-plugins, --traceback); after 'optimize', 'pipeline' and
-'config', -p is the pipeline, not a plugin.
+-p means a plugin everywhere (as in pytest): -p MODULE loads one (a module
+path, an entry-point name, or MODULE.py in the working directory), -p no:NAME
+blocks one; the global options also work after the command. The pipeline of
+optimize, bisect, reduce, pipeline and config is -P/--pipeline.
 
 environment:
   IRPASS_CONFIG                    config file to use (like --config)
@@ -62,9 +143,12 @@ exit codes: 0 ok, 1 a pass or --check failed, 2 bad usage or input,
 """
 
 _COMMAND_EPILOG = """\
---plugin, --config, --strict-plugins and --traceback work here as before the
-command; -p here means --pipeline.
+-p/--plugin, --config, --strict-plugins and --traceback work here as before the
+command; -p loads (or with no:NAME blocks) a plugin, -P/--pipeline is the pipeline.
 """
+
+# the global options that take a value, to find the command without parsing
+_VALUE_OPTIONS = ("-p", "--plugin", "--config")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,9 +159,44 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, hint=f"see '{self.prog} --help'")
 
 
-def _version_text() -> str:
+def version_text() -> str:
+    """What ``irpass --version`` prints. Imports no plugin, no op set and no numpy: only
+    the package's ``__init__`` and the standard library (``--version`` must start fast)."""
+    import platform
+
+    import irpass
+
     where = Path(irpass.__file__).resolve().parent
     return f"irpass {irpass.__version__} from {where} (Python {platform.python_version()})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: prints :func:`version_text`, computed only when asked for."""
+
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str = argparse.SUPPRESS,
+        default: str = argparse.SUPPRESS,
+        help: str | None = None,
+    ) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        print(version_text())
+        parser.exit()
+
+
+def command_module(name: str) -> Any:
+    """The module of ``irpass.cli`` implementing command ``name``, imported now: the one
+    place a command's code is imported (start-up imports only the command that runs)."""
+    return importlib.import_module(f"{__package__}.{_COMMANDS[name].module}")
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
@@ -87,14 +206,15 @@ def _add_global_options(parser: argparse.ArgumentParser, *, after_command: bool)
     values given before it."""
     suffix = "_after" if after_command else ""
     absent: dict[str, Any] = {"default": argparse.SUPPRESS} if after_command else {}
-    flags = ("--plugin",) if after_command else ("-p", "--plugin")
     parser.add_argument(
-        *flags,
+        "-p",
+        "--plugin",
         dest="plugins" + suffix,
         action="append",
         metavar="MODULE|no:NAME",
-        help="import MODULE and register it as a plugin, or block plugin NAME "
-        "(never imported); repeatable",
+        help="import MODULE (a module path, an entry-point name, or MODULE.py in the "
+        "working directory) and register it as a plugin, or block plugin NAME (never "
+        "imported); repeatable. The pipeline is -P",
         **absent,
     )
     parser.add_argument(
@@ -121,16 +241,11 @@ def _add_global_options(parser: argparse.ArgumentParser, *, after_command: bool)
     )
 
 
-def _add_pass_options(parser: argparse.ArgumentParser) -> None:
-    """The pass-context options of ``optimize`` and ``config``."""
-    parser.add_argument(
-        "-p",
-        "--pipeline",
-        metavar="PIPELINE",
-        help="'default', a name from [pipelines], or a pipeline string such as "
-        "'InferType,seq(FoldConstant),FuseOps{fuse_opt_level=2}'",
-    )
-    _add_opt_level(parser)
+def _add_pipeline_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("-P", "--pipeline", metavar="PIPELINE", help=help_text)
+
+
+def _add_pass_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--disable-pass",
         dest="disabled_pass",
@@ -145,6 +260,17 @@ def _add_pass_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME[,NAME...]",
         help="run these passes whatever their opt_level; repeatable",
     )
+
+
+def _add_pass_options(parser: argparse.ArgumentParser) -> None:
+    """The pass-context options of ``optimize``, ``bisect``, ``reduce`` and ``config``."""
+    _add_pipeline_option(
+        parser,
+        "'default', a name from [pipelines], or a pipeline string such as "
+        "'InferType,seq(FoldConstant),FuseOps{fuse_opt_level=2}'",
+    )
+    _add_opt_level(parser)
+    _add_pass_filters(parser)
     parser.add_argument(
         "--instrument",
         dest="instruments",
@@ -166,8 +292,28 @@ def _add_opt_level(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of the whole command line (global options, commands and their options)."""
+def command_in(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not a global option or the
+    value of one), or None: lets :func:`build_parser` set up that command alone."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--":
+            return None
+        elif arg in _VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in _COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the whole command line (global options, commands and their options).
+
+    With ``only``, the other commands are listed (for ``--help`` and their names) but
+    their modules are not imported and their own options not added.
+    """
     parser = _Parser(
         prog=PROG,
         description="Run compiler passes over tensor programs; passes, instruments and\n"
@@ -176,75 +322,49 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version", version=_version_text())
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="show irpass's version and where it is installed, and exit",
+    )
     _add_global_options(parser, after_command=False)
 
     common = _Parser(add_help=False, allow_abbrev=False)
     _add_global_options(common, after_command=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(
+    for name, spec in _COMMANDS.items():
+        cmd = sub.add_parser(
             name,
-            help=help_text,
-            description=help_text[0].upper() + help_text[1:] + ".",
+            help=spec.help,
+            description=spec.help[0].upper() + spec.help[1:] + ".",
             parents=[common],
             epilog=_COMMAND_EPILOG,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
-
-    opt = command("optimize", "run the pipeline over a model and write the result")
-    optimize.add_arguments(opt)
-    _add_pass_options(opt)
-    opt.set_defaults(handler=optimize.run, validate_first=True)
-
-    bis = command("bisect", "find the first pass, then the first rewrite in it, after which "
-                  "the model is bad")
-    debug.add_bisect_arguments(bis)
-    _add_pass_options(bis)
-    bis.set_defaults(handler=debug.run_bisect, validate_first=True)
-
-    red = command("reduce", "shrink a model while a pass still breaks it (or a test still "
-                  "fails)")
-    debug.add_reduce_arguments(red)
-    _add_pass_options(red)
-    red.set_defaults(handler=debug.run_reduce, validate_first=True)
-
-    passes = command("passes", "list the registered passes")
-    passes.set_defaults(handler=info.run_passes, validate_first=True)
-
-    rewrites = command("rewrites", "list the rewrite rules of the plugins' rule sets")
-    rewrites.set_defaults(handler=info.run_rewrites, validate_first=True)
-
-    plugins = command("plugins", "list the plugins, what each contributed, and failures")
-    plugins.add_argument(
-        "-v", "--verbose", action="store_true", help="list every contribution of each plugin"
-    )
-    plugins.set_defaults(handler=info.run_plugins, validate_first=False)
-
-    pipeline = command(
-        "pipeline", "show the default pipeline with the plugin behind each pass"
-    )
-    _add_opt_level(pipeline)
-    pipeline.add_argument(
-        "-p",
-        "--pipeline",
-        metavar="PIPELINE",
-        help="show this pipeline (a name or pipeline string) as a tree instead",
-    )
-    pipeline.set_defaults(handler=info.run_pipeline, validate_first=True)
-
-    config = command("config", "show the effective configuration and where each value came from")
-    _add_pass_options(config)
-    config.set_defaults(handler=info.run_config, validate_first=False)
+        cmd.set_defaults(validate_first=spec.validate_first)
+        if only is not None and name != only:
+            continue
+        module = command_module(name)
+        if spec.add_arguments is not None:
+            getattr(module, spec.add_arguments)(cmd)
+        if spec.pass_options == "run":
+            _add_pass_options(cmd)
+        elif spec.pass_options == "pipeline":
+            _add_opt_level(cmd)
+            _add_pipeline_option(
+                cmd, "show this pipeline (a name or pipeline string) instead of the default one"
+            )
+            _add_pass_filters(cmd)
+        cmd.set_defaults(handler=getattr(module, spec.handler))
     return parser
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line; unknown arguments are a :class:`UsageError` pointing to
     the help of the command they were given to."""
-    args, extra = build_parser().parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, extra = build_parser(only=command_in(argv)).parse_known_args(argv)
     if extra:
         where = f"{PROG} {args.command}" if args.command else PROG
         raise UsageError(f"unrecognized arguments: {' '.join(extra)}", hint=f"see '{where} --help'")
@@ -277,11 +397,69 @@ def cli_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def prepare(args: argparse.Namespace) -> Settings:
-    """Resolve the settings and load the plugins they allow (warnings become one-liners)."""
-    settings = load_settings(cli=cli_overrides(args), environ=os.environ, cwd=Path.cwd())
+    """Resolve the settings and load the plugins they allow (warnings become one-liners).
+
+    A ``-p`` value that is a pipeline rather than a plugin (``-p FoldConstant,FuseOps``,
+    or a pass name no module is named after) is a :class:`UsageError` saying that the
+    pipeline is ``-P``; a ``-P`` value naming a plugin, the other way round.
+    """
+    import warnings
+
+    from ..plugins import load
+    from ..settings import load_settings
+
+    overrides = cli_overrides(args)
+    for spec in overrides["plugins"] or ():
+        if _looks_like_pipeline(spec):
+            raise _pipeline_as_plugin(spec)
+    settings = load_settings(cli=overrides, environ=os.environ, cwd=Path.cwd())
     with warnings_as_lines():
-        load(settings.plugin_settings)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            manager = load(settings.plugin_settings)
+        failed = {r.name for r in manager.failures() if r.source == "-p"}
+        for spec in overrides["plugins"] or ():
+            if spec in failed and _names_pass_or_pipeline(spec, settings):
+                raise _pipeline_as_plugin(spec)
+        for w in caught:  # re-issued for warnings_as_lines to print
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    _check_pipeline_is_no_plugin(settings)
     return settings
+
+
+def _looks_like_pipeline(spec: str) -> bool:
+    """A ``-p`` value no module can be named: a pipeline string's punctuation, or 'default'."""
+    return spec == "default" or any(c in spec for c in ",(){}=")
+
+
+def _names_pass_or_pipeline(spec: str, settings: Settings) -> bool:
+    from ..transform import list_passes
+
+    return spec in settings.pipelines or spec in list_passes()
+
+
+def _pipeline_as_plugin(spec: str) -> UsageError:
+    return UsageError(f"-p loads a plugin; for a pipeline use -P/--pipeline (got -p {spec!r})")
+
+
+def _check_pipeline_is_no_plugin(settings: Settings) -> None:
+    """``-P no:NAME`` or ``-P mymod`` (a plugin where the pipeline goes): say so."""
+    text = settings.pipeline
+    if text is None or not settings.source("pipeline").startswith("cli"):
+        return
+    text = text.strip()
+    if text.startswith("no:"):
+        raise UsageError(f"-P/--pipeline is the pipeline; to block a plugin use -p {text}")
+    if not text.isidentifier() or text == "default" or text in settings.pipelines:
+        return
+    from ..plugins import get_plugin_manager
+    from ..transform import list_passes
+
+    if text in list_passes():
+        return
+    plugins = {r.name for r in get_plugin_manager().records()}
+    if text in plugins or (Path.cwd() / f"{text}.py").is_file():
+        raise UsageError(f"-P/--pipeline is the pipeline; to load plugin {text!r} use -p {text}")
 
 
 def _run(args: argparse.Namespace) -> int:

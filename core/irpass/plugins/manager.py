@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as metadata
+import os
+import sys
+import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
@@ -105,15 +108,21 @@ class PluginManager:
     def _load_entry_point(self, ep: metadata.EntryPoint, requested: bool) -> None:
         name = ep.name
         dist = getattr(ep, "dist", None)
-        base = dict(name=name, source="entry point", module=ep.value,
-                    dist=dist.metadata["Name"] if dist else None,
-                    version=dist.version if dist else None)
+        base = dict(
+            name=name,
+            source="entry point",
+            module=ep.value,
+            dist=dist.metadata["Name"] if dist else None,
+            version=dist.version if dist else None,
+        )
         if name in self._records:
             old = self._records[name]
             if old.status == "blocked" or (old.source == "entry point" and old.module == ep.value):
                 return  # the name is blocked, or the same plugin declared twice
-            self._fail(PluginRecord(status="failed", **base),
-                       f"the plugin name {name!r} is already taken by {old.origin}")
+            self._fail(
+                PluginRecord(status="failed", **base),
+                f"the plugin name {name!r} is already taken by {old.origin}",
+            )
             return
         blocked = self._blocked_reason(name, entry_point=not requested)
         if blocked:
@@ -122,24 +131,31 @@ class PluginManager:
         try:
             obj = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin failing at import is failed, not fatal
-            self._fail(PluginRecord(status="failed", **base),
-                       f"import failed (entry point {name} = {ep.value}): {_describe(exc)}")
+            self._fail(
+                PluginRecord(status="failed", **base),
+                f"failed to load (entry point {name} = {ep.value}): "
+                f"{_import_failure(exc, ep.module)}",
+            )
             return
         self._commit(obj, PluginRecord(status="loaded", **base))
 
     def _load_module(self, spec: str) -> None:
         base = dict(name=spec, source="-p", module=spec)
         if spec in self._records or any(
-                r.module == spec and r.status == "loaded" for r in self._records.values()):
+            r.module == spec and r.status == "loaded" for r in self._records.values()
+        ):
             return  # already loaded, e.g. as the entry point of an installed pack
         blocked = self._blocked_reason(spec, entry_point=False)
         if blocked:
             self._records[spec] = PluginRecord(status="blocked", reason=blocked, **base)
             return
         try:
-            obj = importlib.import_module(spec)
+            obj = _import_from_cwd(spec)
         except (Exception, SystemExit) as exc:  # as for entry points
-            self._fail(PluginRecord(status="failed", **base), f"import failed: {_describe(exc)}")
+            self._fail(
+                PluginRecord(status="failed", **base),
+                f"failed to load: {_import_failure(exc, spec)}",
+            )
             return
         dist, version = _distribution_of(spec)
         self._commit(obj, PluginRecord(status="loaded", dist=dist, version=version, **base))
@@ -164,11 +180,14 @@ class PluginManager:
         if name in self._records and self._records[name].status in ("loaded", "core"):
             if self._objects.get(name) is obj:
                 return self._records[name]
-            raise ValueError(f"a plugin named {name!r} is already registered "
-                             f"({self._records[name].origin}); pass another name=")
+            raise ValueError(
+                f"a plugin named {name!r} is already registered "
+                f"({self._records[name].origin}); pass another name="
+            )
         module = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__module__
-        return self._commit(obj, PluginRecord(name=name, status="loaded", source=source,
-                                              module=module))
+        return self._commit(
+            obj, PluginRecord(name=name, status="loaded", source=source, module=module)
+        )
 
     def unregister(self, name: str) -> None:
         """Remove plugin ``name`` and everything it contributed."""
@@ -188,8 +207,12 @@ class PluginManager:
 
     def _state(self) -> tuple[dict, dict, dict, dict]:
         """Copies of the manager's bookkeeping, for :meth:`_restore_state` (tests' snapshots)."""
-        return (dict(self._records), dict(self._objects),
-                {k: list(v) for k, v in self._undo.items()}, dict(self._rewrites))
+        return (
+            dict(self._records),
+            dict(self._objects),
+            {k: list(v) for k, v in self._undo.items()},
+            dict(self._rewrites),
+        )
 
     def _restore_state(self, state: tuple[dict, dict, dict, dict]) -> None:
         records, objects, undo, rewrites = state
@@ -261,8 +284,14 @@ class PluginManager:
                 close = _close(attr, known)
                 raise _Broken(f"defines {attr}(), which is not an irpass hook{close}")
 
-    def _guard(self, name: str, what: str, register: Callable[[], Any],
-               undo: Callable[[], None], existed: bool) -> None:
+    def _guard(
+        self,
+        name: str,
+        what: str,
+        register: Callable[[], Any],
+        undo: Callable[[], None],
+        existed: bool,
+    ) -> None:
         try:
             register()
         except (ValueError, TypeError) as exc:
@@ -275,30 +304,49 @@ class PluginManager:
             raise _Broken(_garbage("irpass_register_config_options", item, "a ConfigOption"))
         key = item.key
         _check_owner(f"config option {key!r}", options._OPTIONS.get(key), name)
-        self._guard(name, f"config option {key!r}",
-                    lambda: options.register_config_option(
-                        key, item.value_type, item.default, item.description, owner=name),
-                    lambda: options.unregister_config_option(key),
-                    existed=key in options._OPTIONS)
+        self._guard(
+            name,
+            f"config option {key!r}",
+            lambda: options.register_config_option(
+                key, item.value_type, item.default, item.description, owner=name
+            ),
+            lambda: options.unregister_config_option(key),
+            existed=key in options._OPTIONS,
+        )
         return key
 
     def _add_op(self, name: str, item: Any) -> str:
         if not isinstance(item, OpSpec):
             raise _Broken(_garbage("irpass_register_ops", item, "an irpass.plugins.OpSpec"))
-        self._guard(name, f"op {item.name!r}",
-                    lambda: ops.register_op(
-                        item.name, num_inputs=item.num_inputs, type_rel=item.type_rel,
-                        kernel=item.kernel, pattern=item.pattern, attrs=item.attrs,
-                        stateful=item.stateful, doc=item.doc, owner=name),
-                    lambda: ops.unregister_op(item.name), existed=False)
+        self._guard(
+            name,
+            f"op {item.name!r}",
+            lambda: ops.register_op(
+                item.name,
+                num_inputs=item.num_inputs,
+                type_rel=item.type_rel,
+                kernel=item.kernel,
+                pattern=item.pattern,
+                attrs=item.attrs,
+                stateful=item.stateful,
+                doc=item.doc,
+                owner=name,
+            ),
+            lambda: ops.unregister_op(item.name),
+            existed=False,
+        )
         return item.name
 
     def _add_format(self, name: str, item: Any) -> str:
         if not isinstance(item, formats.FileFormat):
             raise _Broken(_garbage("irpass_register_formats", item, "an irpass.formats.FileFormat"))
-        self._guard(name, f"file format {item.name!r}",
-                    lambda: formats.register_format(item, owner=name),
-                    lambda: formats.unregister_format(item), existed=False)
+        self._guard(
+            name,
+            f"file format {item.name!r}",
+            lambda: formats.register_format(item, owner=name),
+            lambda: formats.unregister_format(item),
+            existed=False,
+        )
         return f"{item.name} ({', '.join(item.suffixes)})"
 
     def _add_pass(self, name: str, item: Any) -> str:
@@ -315,20 +363,26 @@ class PluginManager:
         except TypeError as exc:
             raise _Broken(f"irpass_register_passes: {exc}") from exc
         _check_owner(f"pass {entry.name!r}", passes._PASSES.get(entry.name), name)
-        self._guard(name, f"pass {entry.name!r}",
-                    lambda: passes.register_pass(item, owner=name),
-                    lambda: passes.unregister_pass(entry.name),
-                    existed=entry.name in passes._PASSES)
+        self._guard(
+            name,
+            f"pass {entry.name!r}",
+            lambda: passes.register_pass(item, owner=name),
+            lambda: passes.unregister_pass(entry.name),
+            existed=entry.name in passes._PASSES,
+        )
         return entry.name
 
     def _add_instrument(self, name: str, item: Any) -> str:
         key, factory = item
         if not isinstance(key, str):
             raise _Broken(_garbage("irpass_register_instruments", key, "instrument names (str)"))
-        self._guard(name, f"instrument {key!r}",
-                    lambda: instruments.register_instrument(key, factory, owner=name),
-                    lambda: instruments.unregister_instrument(key),
-                    existed=key in instruments._INSTRUMENTS)
+        self._guard(
+            name,
+            f"instrument {key!r}",
+            lambda: instruments.register_instrument(key, factory, owner=name),
+            lambda: instruments.unregister_instrument(key),
+            existed=key in instruments._INSTRUMENTS,
+        )
         return key
 
     def _add_rewrites(self, name: str, item: Any) -> str:
@@ -337,9 +391,11 @@ class PluginManager:
         old = self._rewrites.get(item.name)
         if old is not None:
             # the rule set's name is the prefix of its rules' names: whoever owns it owns them
-            raise _Broken(f"cannot register rule set {item.name!r} (rules "
-                          f"{', '.join(item.rule_names()) or 'none'}): it is already "
-                          f"registered by {old.owner!r}")
+            raise _Broken(
+                f"cannot register rule set {item.name!r} (rules "
+                f"{', '.join(item.rule_names()) or 'none'}): it is already "
+                f"registered by {old.owner!r}"
+            )
         self._rewrites[item.name] = RuleSetEntry(item, name)
         self._undo[name].append(lambda: self._rewrites.pop(item.name, None))
         rules = ", ".join(r.name for r in item.rules)
@@ -351,8 +407,9 @@ class PluginManager:
 
     def _add_insertion(self, name: str, item: Any) -> str:
         if not isinstance(item, pipeline.PipelineInsertion):
-            raise _Broken(_garbage("irpass_pipeline_passes", item,
-                                   "an irpass.transform.PipelineInsertion"))
+            raise _Broken(
+                _garbage("irpass_pipeline_passes", item, "an irpass.transform.PipelineInsertion")
+            )
         pipeline.add_pipeline_insertion(item, owner=name)  # unregister() removes them by owner
         return f"{item.pass_name} ({_where(item)})"
 
@@ -380,24 +437,32 @@ class PluginManager:
             if problem:
                 self._warn_or_raise(
                     f"plugin {owner!r} ({self._origin(owner)}) puts pass {ins.pass_name!r} into "
-                    f"the default pipeline, but {problem}; the insertion is left out")
+                    f"the default pipeline, but {problem}; the insertion is left out"
+                )
                 _remove_insertion(owner, ins)
                 record = self._records.get(owner)
                 if record is not None:
                     dropped = f"{ins.pass_name} ({_where(ins)})"
-                    kept = tuple(c for c in record.contributions
-                                 if not (c.kind == "pipeline" and c.name == dropped))
+                    kept = tuple(
+                        c
+                        for c in record.contributions
+                        if not (c.kind == "pipeline" and c.name == dropped)
+                    )
                     self._records[owner] = PluginRecord(
-                        **{**record.__dict__, "contributions": kept})
+                        **{**record.__dict__, "contributions": kept}
+                    )
 
     # -- failures -----------------------------------------------------------------------
 
     def _fail(self, record: PluginRecord, reason: str) -> PluginRecord:
-        failed = PluginRecord(**{**record.__dict__, "status": "failed", "reason": reason,
-                                 "contributions": ()})
+        failed = PluginRecord(
+            **{**record.__dict__, "status": "failed", "reason": reason, "contributions": ()}
+        )
         if record.name not in self._records or self._records[record.name].status != "loaded":
             self._records[record.name] = failed
-        self._warn_or_raise(f"plugin {record.name!r} ({record.origin}) {reason}", skipped=True)
+        # a -p module's origin ("module mymod") only repeats its name
+        origin = "" if record.origin == f"module {record.name}" else f" ({record.origin})"
+        self._warn_or_raise(f"plugin {record.name!r}{origin} {reason}", skipped=True)
         return failed
 
     def _warn_or_raise(self, message: str, skipped: bool = False) -> None:
@@ -418,8 +483,9 @@ class PluginManager:
 
     def failures(self) -> list[PluginRecord]:
         """The records of the plugins that failed, by name."""
-        return [self._records[n] for n in sorted(self._records)
-                if self._records[n].status == "failed"]
+        return [
+            self._records[n] for n in sorted(self._records) if self._records[n].status == "failed"
+        ]
 
     def record(self, name: str) -> PluginRecord:
         """The record of plugin ``name``; a ``KeyError`` with close names if unknown."""
@@ -440,20 +506,37 @@ class PluginManager:
         return self._pm.hook
 
     def _core_record(self) -> PluginRecord:
-        made = [Contribution("pass", n) for n, e in sorted(passes._PASSES.items())
-                if e.owner == CORE]
-        made += [Contribution("instrument", n) for n, e in sorted(instruments._INSTRUMENTS.items())
-                 if e.owner == CORE]
-        made += [Contribution("config option", k) for k, o in sorted(options._OPTIONS.items())
-                 if o.owner == CORE]
-        made += [Contribution("format", f"{f.name} ({', '.join(f.suffixes)})")
-                 for f, owner in formats.list_formats() if owner == CORE]
+        made = [
+            Contribution("pass", n) for n, e in sorted(passes._PASSES.items()) if e.owner == CORE
+        ]
+        made += [
+            Contribution("instrument", n)
+            for n, e in sorted(instruments._INSTRUMENTS.items())
+            if e.owner == CORE
+        ]
+        made += [
+            Contribution("config option", k)
+            for k, o in sorted(options._OPTIONS.items())
+            if o.owner == CORE
+        ]
+        made += [
+            Contribution("format", f"{f.name} ({', '.join(f.suffixes)})")
+            for f, owner in formats.list_formats()
+            if owner == CORE
+        ]
         try:
             version = metadata.version("irpass")
         except metadata.PackageNotFoundError:
             version = None
-        return PluginRecord(name=CORE, status="core", source="core", dist="irpass",
-                            version=version, module="irpass", contributions=tuple(made))
+        return PluginRecord(
+            name=CORE,
+            status="core",
+            source="core",
+            dist="irpass",
+            version=version,
+            module="irpass",
+            contributions=tuple(made),
+        )
 
 
 def _remove_insertion(owner: str, ins: Any) -> None:
@@ -488,8 +571,7 @@ def _check_owner(what: str, existing: Any, plugin: str) -> None:
     """A name registered by someone else is a clash, even for the very same object:
     only one plugin can own (and, by failing or being unregistered, remove) it."""
     if existing is not None and existing.owner != plugin:
-        raise _Broken(f"cannot register {what}: it is already registered by "
-                      f"{existing.owner!r}")
+        raise _Broken(f"cannot register {what}: it is already registered by {existing.owner!r}")
 
 
 def _items(hook: str, result: Any) -> list[Any]:
@@ -528,6 +610,66 @@ def _describe(exc: BaseException) -> str:
             return f"SystemExit: it called sys.exit() with exit code {code or 0}"
         return f"SystemExit: it called sys.exit({code!r}) (exit code 1)"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _import_from_cwd(spec: str) -> ModuleType:
+    """``import spec`` with the working directory first on ``sys.path`` while it imports,
+    as pytest's ``-p`` finds a ``conftest``-side module: ``-p mymod`` loads ``./mymod.py``."""
+    cwd = os.getcwd()
+    sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(spec)
+    finally:
+        # the import may have changed sys.path: remove our entry, not whatever is first
+        for i, entry in enumerate(sys.path):
+            if entry is cwd:
+                del sys.path[i]
+                break
+
+
+def _import_failure(exc: BaseException, module: str) -> str:
+    """Why importing ``module`` failed, starting with the file and line where it did
+    (``mymod.py:3: NameError: name 'x' is not defined``); a path under the working
+    directory is shown relative to it."""
+    if (
+        isinstance(exc, ModuleNotFoundError)
+        and exc.name
+        and (module == exc.name or module.startswith(exc.name + "."))
+    ):
+        return (
+            f"{_describe(exc)} (no such module on sys.path nor {exc.name}.py in the "
+            "working directory; -p loads a plugin, -P is the pipeline)"
+        )
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = (
+            f"{_show_path(exc.filename)}:{exc.lineno}: "
+            if exc.lineno
+            else f"{_show_path(exc.filename)}: "
+        )
+        return f"{where}{type(exc).__name__}: {exc.msg}"
+    frame = _failing_frame(exc)
+    where = f"{_show_path(frame.filename)}:{frame.lineno}: " if frame is not None else ""
+    return where + _describe(exc)
+
+
+def _failing_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of ``exc``'s traceback in a file of the plugin's (or of what it
+    imports), not in the import machinery or this module."""
+    skip = (os.path.dirname(importlib.__file__), __file__)
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = frame.filename
+        if name.startswith("<") or name == skip[1] or name.startswith(skip[0] + os.sep):
+            continue
+        found = frame
+    return found
+
+
+def _show_path(path: str) -> str:
+    try:
+        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    except ValueError:  # another drive (Windows)
+        return path
 
 
 def _close(name: str, known: Any) -> str:
