@@ -1,0 +1,893 @@
+"""A program as a picture's graph: boxes, edges and clusters (no drawing here).
+
+:func:`build_graph` turns an :class:`~irpass.ir.IRModule`, a function or an
+expression into a :class:`Graph` that :mod:`irpass.viz.dot` writes as DOT:
+
+* one box per op call (the op's name and its attributes that differ from the
+  op's defaults), per call of a global function or closure, per ``if``, per
+  tuple and tuple projection (small ones); vars and params are ellipses;
+* an edge per use of a value, labelled with the value's type (shape, symbolic
+  dims included, and dtype);
+* a constant used once by an op call is a line of that call's box (dtype,
+  shape, a few values); a constant used more often is a box of its own;
+* clusters: each global function, each nested function (a fused ``Primitive``
+  function with its ops inside, its params wired to the call's arguments),
+  each chain of ``let`` bindings, each ``if`` with its two branches.
+
+A node is drawn in the innermost cluster that holds every use of it (as
+``ToANormalForm`` places bindings), so a value computed before an ``if`` and
+used in both branches is drawn outside the ``if``.
+
+Readability of large models: with ``collapse`` the repeated blocks of a
+program (the bottlenecks of a ResNet, the layers of a BERT) are found as runs
+of equal op sequences (each node's op, attributes and nearby wiring, in
+program order) and every copy after the first becomes one box
+"× k more (collapsed: ...)". With ``max_nodes`` the picture keeps the boxes
+nearest the result (breadth first, against the data flow) and one note box
+says how many were left out.
+
+Everything is iterative and linear in the program's size, apart from the
+structural hash of nested functions, ``let`` chains and ``if`` nodes, which
+costs their size once per level of nesting.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir import IRModule
+from ..ir.expr import Expr
+from ..ir.literals import format_attr_value, same_attr_value
+from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from ..ir.op import REQUIRED, Op
+from ..ir.structural import structural_hash
+from ..ir.type_infer import infer_type
+from ..ir.types import FuncType, TensorType, TupleType, Type
+
+__all__ = ["Box", "Cluster", "Edge", "Graph", "build_graph", "DEFAULT_MAX_NODES"]
+
+#: The default cap on the boxes of one picture: about what ``dot`` lays out in a few
+#: seconds and a person can still follow.
+DEFAULT_MAX_NODES = 500
+
+_MAX_ATTRS = 5  # attribute lines on a box; more end in "..."
+_MAX_ATTR_TEXT = 40
+_FEW_VALUES = 4  # values shown of a constant larger than elide_constants
+_VALUES_PER_LINE = 8
+_NEAR = 32  # a use this close (in program order) is part of a node's repeat signature
+_CANDIDATES = 16  # periods tried per position when looking for repeats
+_MIN_COLLAPSE = 4  # a run is collapsed when it hides at least this many nodes
+
+
+@dataclass(slots=True)
+class Box:
+    """One drawn node: ``kind`` is op, call, var, const, tuple, getitem, if, global,
+    collapsed or note; ``title`` its first line, ``lines`` the smaller ones below."""
+
+    id: str
+    kind: str
+    title: str
+    lines: list[str] = field(default_factory=list)
+    cluster: str | None = None
+    pattern: int | None = None  # the op's OpPattern, for the box's colour
+
+
+@dataclass(slots=True)
+class Edge:
+    """A use of a value: from the box that computes it to the box that uses it.
+
+    ``tail_cluster`` names the cluster the edge leaves (a function used as a value);
+    ``dashed`` marks a use that is not data (a closure called, a collapsed input).
+    """
+
+    src: str
+    dst: str
+    label: str = ""
+    tail_cluster: str | None = None
+    dashed: bool = False
+
+
+@dataclass(slots=True)
+class Cluster:
+    """A group of boxes drawn inside a frame: ``kind`` is function, primitive, let, if,
+    then, else or repeat; ``parent`` the enclosing cluster (None: the top level)."""
+
+    id: str
+    kind: str
+    label: str
+    parent: str | None
+
+
+@dataclass
+class Graph:
+    """The picture's content: boxes, edges, clusters, and what was left out.
+
+    ``ir_nodes`` counts the program's expression nodes that the picture stands for;
+    ``collapsed`` describes each collapsed run of repeated blocks and ``cut`` how many
+    boxes ``max_nodes`` left out (0: none).
+    """
+
+    boxes: list[Box] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    clusters: list[Cluster] = field(default_factory=list)
+    ir_nodes: int = 0
+    collapsed: list[str] = field(default_factory=list)
+    cut: int = 0
+    wanted: int = 0  # boxes there were to draw before max_nodes cut any
+    title: str = ""
+
+    def summary(self) -> str:
+        """One line: what was collapsed and cut (empty when nothing was)."""
+        parts = []
+        if self.collapsed:
+            parts.append("collapsed " + "; ".join(self.collapsed))
+        if self.cut:
+            parts.append(f"{self.cut:,} of {self.wanted:,} boxes not drawn (max_nodes)")
+        return ", ".join(parts)
+
+
+def build_graph(
+    obj: IRModule | Expr,
+    *,
+    max_nodes: int | None = DEFAULT_MAX_NODES,
+    collapse: bool = True,
+    elide_constants: int = 16,
+) -> Graph:
+    """The graph of ``obj``: every function of a module side by side, a function, or the
+    dataflow graph below an expression (its free vars as ellipses).
+
+    ``max_nodes=None`` draws every box; ``elide_constants=N`` shows all values of a
+    constant of at most N elements and the first few of a larger one.
+    """
+    if max_nodes is not None and (
+        isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1
+    ):
+        raise ValueError(f"max_nodes must be None or an int >= 1, got {max_nodes!r}")
+    if (
+        isinstance(elide_constants, bool)
+        or not isinstance(elide_constants, int)
+        or elide_constants < 0
+    ):
+        raise ValueError(f"elide_constants must be an int >= 0, got {elide_constants!r}")
+    if isinstance(obj, IRModule):
+        roots: list[tuple[str | None, Expr]] = [
+            (gv.name_hint, func) for gv, func in _typed_module(obj).items()
+        ]
+        title = "module"
+    elif isinstance(obj, Expr):
+        roots = [(None, _typed_expr(obj))]
+        title = "function" if isinstance(obj, Function) else "expression"
+    else:
+        raise TypeError(
+            f"irpass.viz draws an IRModule, a Function or an Expr, got {type(obj).__name__}"
+        )
+    builder = _Builder(elide_constants, collapse)
+    for name, root in roots:
+        builder.add_root(name, root)
+    graph = builder.finish()
+    graph.title = title
+    if max_nodes is not None and len(graph.boxes) > max_nodes:
+        _cut(graph, builder.root_boxes, max_nodes)
+    return graph
+
+
+def _typed_module(mod: IRModule) -> IRModule:
+    """``mod`` with types where inference succeeds (edge labels need them), else as is."""
+    if all(f.body._checked_type is not None for _, f in mod.items()):
+        return mod
+    try:
+        return infer_type(mod)
+    except Exception:  # an ill-typed module is still drawn, without edge types
+        return mod
+
+
+def _typed_expr(expr: Expr) -> Expr:
+    if expr._checked_type is not None:
+        return expr
+    try:
+        return infer_type(expr)
+    except Exception:  # free vars without types, say: drawn without edge types
+        return expr
+
+
+# -- text of boxes and edges ------------------------------------------------------------
+
+
+def type_label(ty: Type | None) -> str:
+    """A value's type as an edge label: ``(1, 64, 56, 56) float32``, ``(n, 128) int64``."""
+    if ty is None:
+        return ""
+    if isinstance(ty, TensorType):
+        dims = ", ".join(str(d) for d in ty.shape)
+        return f"({dims}{',' if len(ty.shape) == 1 else ''}) {ty.dtype}"
+    if isinstance(ty, TupleType):
+        if len(ty.fields) <= 1:
+            return "(" + "".join(type_label(f) + "," for f in ty.fields) + ")"
+        # a tuple's first field is what a reader follows (batch_norm's result)
+        return f"{len(ty.fields)}-tuple ({type_label(ty.fields[0])}, ...)"
+    if isinstance(ty, FuncType):
+        return "fn"
+    return str(ty)
+
+
+def _value_type(e: Expr) -> Type | None:
+    t = e._checked_type
+    if t is None and type(e) is Var:
+        return e.type_annotation
+    if t is None and type(e) is Constant:
+        return TensorType(e.data.shape, e.data.dtype.name)
+    return t
+
+
+def _number(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _values(data: np.ndarray, n: int) -> list[str]:
+    """The first ``n`` values of ``data`` as short texts, ``...`` after them if there are
+    more; none for a dtype numpy cannot list."""
+    try:
+        flat = data.reshape(-1)[:n].tolist()
+    except (TypeError, ValueError):
+        return []
+    texts = [_number(v) for v in flat]
+    if n < data.size:
+        texts.append("...")
+    return texts
+
+
+def constant_text(data: np.ndarray, elide: int) -> list[str]:
+    """A constant's summary: ``float32 (64, 3, 7, 7)`` and a line or two of its values
+    (all of them for at most ``elide`` elements, else the first few and ``...``)."""
+    shape = ", ".join(str(d) for d in data.shape)
+    head = f"{data.dtype.name} ({shape}{',' if data.ndim == 1 else ''})"
+    if elide == 0 or data.size == 0:
+        return [head]
+    if data.ndim == 0:
+        return [f"{data.dtype.name} {_number(data.item())}"]
+    texts = _values(data, data.size if data.size <= elide else min(_FEW_VALUES, elide))
+    lines = [head]
+    for i in range(0, len(texts), _VALUES_PER_LINE):
+        last = i + _VALUES_PER_LINE >= len(texts)
+        chunk = ", ".join(texts[i : i + _VALUES_PER_LINE])
+        lines.append(("[" if i == 0 else " ") + chunk + ("]" if last else ","))
+    return lines
+
+
+def _short_constant(data: np.ndarray) -> str:
+    """A constant on one line: ``float32 (16,) [1.472, 1.171, 1.031, ...]``."""
+    if data.ndim == 0:
+        return constant_text(data, 1)[0]
+    head = constant_text(data, 0)[0]
+    values = _values(data, min(data.size, _FEW_VALUES - 1))
+    return f"{head} [{', '.join(values)}]" if values else head
+
+
+def _attr_lines(call: Call) -> list[str]:
+    op = call.op
+    attrs = call.attrs
+    if not attrs:
+        return []
+    lines: list[str] = []
+    for key, value in attrs.items():
+        try:
+            default = op.attr_default(key)
+        except KeyError:
+            default = REQUIRED
+        if default is not REQUIRED and same_attr_value(value, default):
+            continue
+        if len(lines) == _MAX_ATTRS:
+            lines.append("...")
+            break
+        try:
+            text = format_attr_value(value)
+        except TypeError:
+            text = repr(value)
+        line = f"{key}={text}"
+        if len(line) > _MAX_ATTR_TEXT:
+            line = line[: _MAX_ATTR_TEXT - 3] + "..."
+        lines.append(line)
+    return lines
+
+
+def _attr_key(call: Call) -> tuple:
+    """The call's attributes as a hashable key for repeat signatures."""
+    out = []
+    for key, value in call.attrs.items():
+        try:
+            out.append((key, hash(value)))
+        except TypeError:
+            out.append((key, repr(value)))
+    return tuple(out)
+
+
+# -- the builder ------------------------------------------------------------------------
+
+
+def _children(e: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions a picture draws edges from (a let's var is its value's name)."""
+    t = type(e)
+    if t is Call:
+        op = e.op
+        if type(op) is Function or type(op) is Var:
+            return (op, *e.args)
+        return e.args
+    if t is Let:
+        return (e.value, e.body)
+    if t is Function:
+        return (*e.params, e.body)
+    if t is Var or t is Constant or t is GlobalVar or t is Op:
+        return ()
+    return e.children()
+
+
+class _Builder:
+    def __init__(self, elide: int, collapse: bool) -> None:
+        self.elide = elide
+        self.collapse = collapse
+        self.graph = Graph()
+        self.cluster_parent: list[int | None] = []  # by cluster index
+        self.cluster_depth: list[int] = []
+        self.root_boxes: list[str] = []
+        self._ids = 0
+
+    # clusters are ints while building, "cN" in the graph
+    def _new_cluster(self, kind: str, label: str, parent: int | None) -> int:
+        idx = len(self.cluster_parent)
+        self.cluster_parent.append(parent)
+        self.cluster_depth.append(0 if parent is None else self.cluster_depth[parent] + 1)
+        self.graph.clusters.append(
+            Cluster(f"c{idx}", kind, label, None if parent is None else f"c{parent}")
+        )
+        return idx
+
+    def _lca(self, a: int | None, b: int | None) -> int | None:
+        parent, depth = self.cluster_parent, self.cluster_depth
+        while a != b:
+            if a is None or b is None:
+                return None
+            if depth[a] >= depth[b]:
+                a = parent[a]
+            else:
+                b = parent[b]
+        return a
+
+    def _box(self, kind: str, title: str, lines: list[str] | None = None) -> Box:
+        box = Box(f"n{self._ids}", kind, title, lines or [])
+        self._ids += 1
+        self.graph.boxes.append(box)
+        return box
+
+    def add_root(self, name: str | None, root: Expr) -> None:
+        """Add one global function (``name``) or the expression ``root`` (``name`` None)."""
+        order = self._post_order(root)
+        uses: dict[Expr, int] = {}
+        alias: dict[Var, Expr] = {}
+        inline_fn: set[Function] = set()
+        for n in order:
+            t = type(n)
+            for c in _children(n):
+                uses[c] = uses.get(c, 0) + 1
+            if t is Let:
+                alias[n.var] = n.value
+        for n in order:
+            if type(n) is Call and type(n.op) is Function and uses[n.op] == 1:
+                inline_fn.add(n.op)
+
+        # -- scopes: users before the values they use (reverse post-order) ----------
+        top: int | None = None
+        if name is not None or type(root) is Function:
+            top = None  # the root function's own cluster is made below, as any function's
+        scope: dict[Expr, int | None] = {root: top}
+        fixed: set[Expr] = set()
+        owned: dict[Expr, list[int]] = {}  # a node and the clusters it brings along
+        fn_cluster: dict[Function, int] = {}
+        branch: dict[If, tuple[int, int, int]] = {}
+        let_cluster: dict[Let, int] = {}
+        let_names: dict[int, list[str]] = {}
+        chain: dict[Let, int] = {}
+        lca = self._lca
+
+        def use(child: Expr, s: int | None) -> None:
+            if child in fixed:
+                return
+            if child in scope:
+                scope[child] = lca(scope[child], s)
+            else:
+                scope[child] = s
+
+        for n in reversed(order):
+            s = scope[n]
+            t = type(n)
+            if t is Function:
+                if n is root and name is not None:
+                    label = f"@{name}"
+                else:
+                    label = "fn"
+                kind = "primitive" if n.attrs and n.attrs.get("Primitive") else "function"
+                c = self._new_cluster(kind, label, s)
+                fn_cluster[n] = c
+                owned[n] = [c]
+                for p in n.params:
+                    scope[p] = c
+                    fixed.add(p)
+                use(n.body, c)
+            elif t is If:
+                ci = self._new_cluster("if", "if", s)
+                ct = self._new_cluster("then", "then", ci)
+                ce = self._new_cluster("else", "else", ci)
+                branch[n] = (ci, ct, ce)
+                owned[n] = [ci]
+                use(n.cond, s)
+                use(n.true_branch, ct)
+                use(n.false_branch, ce)
+            elif t is Let:
+                c = chain.get(n)
+                if c is None:
+                    c = self._new_cluster("let", "let", s)
+                    owned[n] = [c]
+                    let_names[c] = []
+                let_cluster[n] = c
+                let_names[c].append(n.var.name_hint)
+                use(n.value, c)
+                if type(n.body) is Let and uses.get(n.body) == 1:
+                    chain[n.body] = c
+                    scope[n.body] = c
+                    fixed.add(n.body)
+                else:
+                    use(n.body, c)
+            else:
+                for ch in _children(n):
+                    use(ch, s)
+        for c, names in let_names.items():
+            shown = ", ".join("%" + v for v in names[:4])
+            self.graph.clusters[c].label = f"let {shown}" + (" ..." if len(names) > 4 else "")
+
+        # -- boxes ----------------------------------------------------------------------
+        box_of: dict[Expr, Box] = {}
+        inline_const: dict[Constant, Expr] = {}  # constant -> the box (call or param) showing it
+        consumer: dict[Expr, Expr] = {}
+        for n in order:
+            for c in _children(n):
+                consumer[c] = n
+        op_names: dict[int, list[str]] = {}
+        for n in order:
+            t = type(n)
+            s = scope.get(n)
+            box: Box | None = None
+            if t is Var:
+                if n in alias:
+                    continue
+                box = self._box(
+                    "var",
+                    "%" + n.name_hint,
+                    [type_label(n.type_annotation)] if n.type_annotation is not None else [],
+                )
+            elif t is Constant:
+                user = consumer.get(n)
+                if uses[n] == 1 and n is not root and self._shows_constants(user, inline_fn):
+                    inline_const[n] = user
+                    continue
+                box = self._box("const", "const", constant_text(n.data, self.elide))
+            elif t is GlobalVar:
+                box = self._box("global", "@" + n.name_hint)
+            elif t is Call:
+                op = n.op
+                if type(op) is Op:
+                    box = self._box("op", op.name, _attr_lines(n))
+                    box.pattern = int(op.pattern)
+                    if s is not None:
+                        op_names.setdefault(s, []).append(op.name)
+                elif op in inline_fn:
+                    continue
+                elif type(op) is GlobalVar:
+                    box = self._box("call", "@" + op.name_hint)
+                else:
+                    box = self._box("call", "call")
+            elif t is Tuple:
+                box = self._box("tuple", "tuple")
+            elif t is TupleGetItem:
+                box = self._box("getitem", f".{n.index}")
+            elif t is If:
+                box = self._box("if", "if")
+                box.cluster = f"c{branch[n][0]}"
+                box_of[n] = box
+                continue
+            else:
+                continue
+            if s is not None:
+                box.cluster = f"c{s}"
+            box_of[n] = box
+        # constants shown inside their user's box (a call) or param's ellipse (a fused call)
+        for n in order:
+            if type(n) is Call:
+                if n.op in inline_fn:
+                    for p, a in zip(n.op.params, n.args, strict=False):
+                        if a in inline_const:
+                            box_of[p].lines.append("= const " + _short_constant(a.data))
+                elif n in box_of:
+                    for i, a in enumerate(n.args):
+                        if a in inline_const:
+                            box_of[n].lines.append(f"{i}: " + _short_constant(a.data))
+        for fn, c in fn_cluster.items():
+            cl = self.graph.clusters[c]
+            if cl.kind == "primitive" and fn is not root:
+                names = op_names.get(c, [])
+                seen = list(dict.fromkeys(names))
+                cl.label = "fused: " + " + ".join(seen[:4]) + (" ..." if len(seen) > 4 else "")
+
+        # -- ports: which box stands for each value --------------------------------------
+        port: dict[Expr, tuple[Box, str | None]] = {}
+
+        def port_of(e: Expr) -> tuple[Box, str | None] | None:
+            got = port.get(e)
+            if got is not None:
+                return got
+            path: list[Expr] = []
+            tail: str | None = None
+            cur: Expr | None = e
+            result: tuple[Box, str | None] | None = None
+            while cur is not None:
+                if cur in port:
+                    result = port[cur]
+                    break
+                path.append(cur)
+                t = type(cur)
+                if cur in box_of:
+                    result = (box_of[cur], None)
+                    break
+                if t is Var and cur in alias:
+                    cur = alias[cur]
+                elif t is Let:
+                    cur = cur.body
+                elif t is Call and cur.op in inline_fn:
+                    cur = cur.op.body
+                elif t is Function:
+                    if tail is None:
+                        tail = f"c{fn_cluster[cur]}"
+                    cur = cur.body
+                else:
+                    cur = None
+            if result is None:
+                return None
+            if tail is not None and result[1] is None:
+                result = (result[0], tail)
+            for p in path:
+                port[p] = result
+            return result
+
+        # -- edges ----------------------------------------------------------------------
+        # (value, destination box id, label prefix, dashed)
+        edges: list[tuple[Expr, str, str, bool]] = []
+
+        for n in order:
+            t = type(n)
+            if t is Call:
+                if n.op in inline_fn:
+                    for p, a in zip(n.op.params, n.args, strict=False):
+                        if a not in inline_const:
+                            edges.append((a, box_of[p].id, "", False))
+                    continue
+                box = box_of[n]
+                if type(n.op) is Var or type(n.op) is Function:
+                    edges.append((n.op, box.id, "", True))
+                for a in n.args:
+                    if a not in inline_const:
+                        edges.append((a, box.id, "", False))
+            elif t is Tuple:
+                for a in n.fields:
+                    edges.append((a, box_of[n].id, "", False))
+            elif t is TupleGetItem:
+                edges.append((n.tuple_value, box_of[n].id, "", False))
+            elif t is If:
+                box = box_of[n]
+                edges.append((n.cond, box.id, "cond ", False))
+                edges.append((n.true_branch, box.id, "then ", False))
+                edges.append((n.false_branch, box.id, "else ", False))
+
+        # -- repeated blocks ------------------------------------------------------------
+        hidden_by: dict[str, Box] = {}  # box id -> the collapsed box standing for it
+        if self.collapse:
+            hidden_by = self._collapse(order, scope, box_of, owned, inline_fn, uses, root)
+
+        # -- emit -------------------------------------------------------------------------
+        seen_edges: set[tuple[str, str, str]] = set()
+        for value, dst, prefix, dashed in edges:
+            got = port_of(value)
+            if got is None:
+                continue
+            src_box, tail = got
+            src = src_box.id
+            src_hidden = hidden_by.get(src)
+            dst_hidden = hidden_by.get(dst)
+            if src_hidden is not None:
+                src, tail = src_hidden.id, None
+            if dst_hidden is not None:
+                dst = dst_hidden.id
+            if src == dst:
+                continue
+            label = prefix + type_label(_value_type(value))
+            key = (src, dst, label)
+            if (src_hidden is not None or dst_hidden is not None) and key in seen_edges:
+                continue
+            seen_edges.add(key)
+            self.graph.edges.append(Edge(src, dst, label.strip(), tail, dashed))
+        if hidden_by:
+            # a constant or global used only by hidden boxes goes with them
+            used = {e.src for e in self.graph.edges}
+            self.graph.boxes = [
+                b
+                for b in self.graph.boxes
+                if b.id not in hidden_by and (b.kind not in ("const", "global") or b.id in used)
+            ]
+        self.graph.ir_nodes += sum(1 for n in order if type(n) is not Op)
+        got = port_of(root)
+        if got is not None:
+            rid = got[0].id
+            self.root_boxes.append(hidden_by[rid].id if rid in hidden_by else rid)
+
+    @staticmethod
+    def _shows_constants(user: Expr | None, inline_fn: set[Function]) -> bool:
+        """Whether a constant used once by ``user`` is shown inside ``user``'s drawing."""
+        if type(user) is not Call:
+            return False
+        op = user.op
+        return type(op) is Op or type(op) is GlobalVar or op in inline_fn
+
+    @staticmethod
+    def _post_order(root: Expr) -> list[Expr]:
+        order: list[Expr] = []
+        visited: set[Expr] = set()
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            node, ready = pop()
+            if node in visited:
+                continue
+            if ready:
+                visited.add(node)
+                order.append(node)
+                continue
+            push((node, True))
+            for child in reversed(_children(node)):
+                if child not in visited:
+                    push((child, False))
+        return order
+
+    def _collapse(
+        self,
+        order: list[Expr],
+        scope: dict[Expr, int | None],
+        box_of: dict[Expr, Box],
+        owned: dict[Expr, list[int]],
+        inline_fn: set[Function],
+        uses: dict[Expr, int],
+        root: Expr,
+    ) -> dict[str, Box]:
+        """Find runs of repeated blocks in each cluster's program order; hide every copy
+        after the first behind one box. Returns hidden box id -> collapsed box."""
+        seqs: dict[int | None, list[Expr]] = {}
+        for n in order:
+            t = type(n)
+            if t is Var or t is Constant or t is GlobalVar or t is Op or n is root:
+                continue
+            if t is Function and n in inline_fn:
+                continue
+            if t is Let and n not in owned:
+                continue  # inside a let chain: its head stands for it
+            if t is Call and n.op in inline_fn:
+                owned[n] = owned.get(n.op, [])
+            seqs.setdefault(scope.get(n), []).append(n)
+        # clusters brought along by each element: the clusters it owns and their insides
+        children_of: dict[int, list[int]] = {}
+        for c, p in enumerate(self.cluster_parent):
+            if p is not None:
+                children_of.setdefault(p, []).append(c)
+        hidden_clusters: dict[int, Box] = {}
+        hidden_nodes: dict[Expr, Box] = {}
+        for s, seq in seqs.items():
+            tokens = self._tokens(seq, uses)
+            for start, length, count in find_runs(tokens):
+                first = seq[start : start + length]
+                rest = seq[start + length : start + length * count]
+                box = self._box("collapsed", f"\u00d7 {count - 1} more", [])
+                hidden = 0
+                for n in rest:
+                    hidden_nodes[n] = box
+                    hidden += 1
+                    stack = list(owned.get(n, ()))
+                    while stack:
+                        c = stack.pop()
+                        hidden_clusters[c] = box
+                        stack.extend(children_of.get(c, ()))
+                if s is not None:
+                    box.cluster = f"c{s}"
+                rep = self._new_cluster("repeat", f"block 1 of {count}", s)
+                for n in first:
+                    b = box_of.get(n)
+                    if b is not None and b.cluster == (None if s is None else f"c{s}"):
+                        b.cluster = f"c{rep}"
+                    for c in owned.get(n, ()):
+                        self.cluster_parent[c] = rep
+                        self.graph.clusters[c].parent = f"c{rep}"
+                ops = _op_list(first)
+                copies = "copy" if count == 2 else "copies"
+                what = f"{count - 1} more {copies} of block 1 ({length} nodes" + (
+                    f": {ops})" if ops else ")"
+                )
+                box.lines = ["collapsed: " + what]
+                self.graph.collapsed.append(
+                    f"{count} repeats of a {length}-node block" + (f" ({ops})" if ops else "")
+                )
+        if not hidden_nodes:
+            return {}
+        out: dict[str, Box] = {}
+        for n, b in hidden_nodes.items():
+            if n in box_of:
+                out[box_of[n].id] = b
+        for box in self.graph.boxes:
+            if box.cluster is not None and box.id not in out:
+                c = int(box.cluster[1:])
+                if c in hidden_clusters:
+                    out[box.id] = hidden_clusters[c]
+        gone = {int(c.id[1:]) for c in self.graph.clusters if int(c.id[1:]) in hidden_clusters}
+        self.graph.clusters = [c for c in self.graph.clusters if int(c.id[1:]) not in gone]
+        return out
+
+    def _tokens(self, seq: list[Expr], uses: dict[Expr, int]) -> list[int]:
+        """Each element's repeat signature as a small int: its kind (op and attributes,
+        or the structural hash of what it holds) and the distance to each nearby value
+        it uses (values used by more than two nodes, as a shared mask, only as "far")."""
+        pos = {n: i for i, n in enumerate(seq)}
+        intern: dict[tuple, int] = {}
+        out = []
+        for i, n in enumerate(seq):
+            t = type(n)
+            if t is Call:
+                op = n.op
+                if type(op) is Op:
+                    head: tuple = ("op", op.name, _attr_key(n))
+                elif type(op) is Function:
+                    head = ("fn", structural_hash(op))
+                elif type(op) is GlobalVar:
+                    head = ("call", op.name_hint)
+                else:
+                    head = ("call",)
+            elif t is TupleGetItem:
+                head = ("get", n.index)
+            elif t is Tuple:
+                head = ("tuple", len(n.fields))
+            else:
+                head = (t.__name__, structural_hash(n))
+            refs = []
+            for c in _children(n):
+                j = pos.get(c)
+                if j is not None:
+                    d = i - j
+                    refs.append(d if d <= _NEAR and uses.get(c, 0) <= 2 else "far")
+                else:
+                    refs.append(type(c).__name__)
+            key = (head, tuple(refs))
+            out.append(intern.setdefault(key, len(intern) + 1))
+        return out
+
+    def finish(self) -> Graph:
+        """The graph built so far."""
+        return self.graph
+
+
+def _op_list(nodes: list[Expr]) -> str:
+    names = [n.op.name for n in nodes if type(n) is Call and type(n.op) is Op]
+    if not names:
+        return ""
+    distinct = list(dict.fromkeys(names))
+    text = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
+    return f"{len(names)} op calls: {text}"
+
+
+def find_runs(tokens: list[int]) -> list[tuple[int, int, int]]:
+    """Runs of a block repeated back to back: ``(start, length, count)`` with
+    ``tokens[start + i*length : start + (i+1)*length]`` equal for ``i < count``.
+
+    Greedy from the left; at each position the periods tried are the distances to the
+    next few occurrences of the same token, the one hiding most nodes wins. Equal
+    windows are found with a rolling hash and confirmed element by element, so the cost
+    is linear in practice (each confirmed window is then skipped).
+    """
+    n = len(tokens)
+    if n < 2:
+        return []
+    nxt = [-1] * n
+    last: dict[int, int] = {}
+    for i in range(n - 1, -1, -1):
+        nxt[i] = last.get(tokens[i], -1)
+        last[tokens[i]] = i
+    mod = (1 << 61) - 1
+    base = 1_000_003
+    pre = [0] * (n + 1)
+    pw = [1] * (n + 1)
+    for i, t in enumerate(tokens):
+        pre[i + 1] = (pre[i] * base + t) % mod
+        pw[i + 1] = pw[i] * base % mod
+
+    def h(i: int, length: int) -> int:
+        return (pre[i + length] - pre[i] * pw[length]) % mod
+
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < n:
+        best: tuple[int, int] | None = None
+        j = nxt[i]
+        tries = 0
+        while j != -1 and tries < _CANDIDATES:
+            length = j - i
+            if i + 2 * length > n:
+                break
+            first = h(i, length)
+            if h(j, length) == first and tokens[i:j] == tokens[j : j + length]:
+                count = 2
+                while (
+                    i + (count + 1) * length <= n
+                    and h(i + count * length, length) == first
+                    and tokens[i:j] == tokens[i + count * length : i + (count + 1) * length]
+                ):
+                    count += 1
+                if best is None or (count - 1) * length > (best[1] - 1) * best[0]:
+                    best = (length, count)
+            j = nxt[j]
+            tries += 1
+        if best is not None and (best[1] - 1) * best[0] >= _MIN_COLLAPSE:
+            runs.append((i, best[0], best[1]))
+            i += best[0] * best[1]
+        else:
+            i += 1
+    return runs
+
+
+def _cut(graph: Graph, roots: list[str], max_nodes: int) -> None:
+    """Keep the ``max_nodes - 1`` boxes nearest the results and one note for the rest."""
+    into: dict[str, list[str]] = {}
+    for e in graph.edges:
+        into.setdefault(e.dst, []).append(e.src)
+    keep: dict[str, None] = {}
+    queue = deque(r for r in roots)
+    budget = max_nodes - 1
+    while queue and len(keep) < budget:
+        b = queue.popleft()
+        if b in keep:
+            continue
+        keep[b] = None
+        queue.extend(into.get(b, ()))
+    for box in graph.boxes:  # boxes no result depends on, in program order
+        if len(keep) >= budget:
+            break
+        keep.setdefault(box.id, None)
+    graph.wanted = len(graph.boxes)
+    graph.cut = graph.wanted - len(keep)
+    note = Box(
+        "cut",
+        "note",
+        f"{graph.cut:,} more boxes not drawn",
+        [f"max_nodes={max_nodes}: the {len(keep):,} nearest the result are drawn"],
+    )
+    graph.boxes = [b for b in graph.boxes if b.id in keep] + [note]
+    edges: list[Edge] = []
+    seen: set[tuple[str, str]] = set()
+    for e in graph.edges:
+        if e.dst not in keep:
+            continue
+        if e.src not in keep:
+            if (note.id, e.dst) in seen:
+                continue
+            seen.add((note.id, e.dst))
+            edges.append(Edge(note.id, e.dst, "", None, True))
+        else:
+            edges.append(e)
+    graph.edges = edges
