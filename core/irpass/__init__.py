@@ -3,12 +3,16 @@
 The common names of :mod:`irpass.ir` are re-exported here, along with the
 op builders (:mod:`irpass.op`), the evaluator, :func:`load`/:func:`save` (model
 files by suffix) and the plugin markers :data:`hookimpl` / :data:`hookspec`.
+
+Every name here is imported on first use (PEP 562), so ``import irpass`` costs
+a few milliseconds and imports neither numpy nor the op set: what a command
+line tool that only lists passes, or a plugin that only declares them, needs.
+``from irpass import X`` works for every name in ``__all__``.
 """
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
+from __future__ import annotations
 
-from . import instrument, op, transform
+from . import _lazy
 from .errors import (
     EvaluationError,
     IRPassError,
@@ -20,39 +24,45 @@ from .errors import (
     TypeInferenceError,
     WellFormedError,
 )
-from .evaluator import evaluate
-from .formats import load, save
-from .ir import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    FuncType,
-    GlobalVar,
-    If,
-    IRModule,
-    Let,
-    Op,
-    TensorType,
-    Tuple,
-    TupleGetItem,
-    TupleType,
-    Type,
-    Var,
-    assert_structural_equal,
-    const,
-    parse,
-    structural_equal,
-    structural_hash,
-    var,
-)
-from .plugins import hookimpl
-from .plugins.hookspec import hookspec
 
-try:
-    __version__ = _version("irpass")
-except _PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+__getattr__, __dir__ = _lazy.attach(
+    __name__,
+    globals(),
+    {
+        ".ir": [
+            "Call",
+            "Constant",
+            "Expr",
+            "Function",
+            "FuncType",
+            "GlobalVar",
+            "If",
+            "IRModule",
+            "Let",
+            "Op",
+            "TensorType",
+            "Tuple",
+            "TupleGetItem",
+            "TupleType",
+            "Type",
+            "Var",
+            "assert_structural_equal",
+            "const",
+            "parse",
+            "structural_equal",
+            "structural_hash",
+            "var",
+        ],
+        ".evaluator": ["evaluate"],
+        ".formats": ["load", "save"],
+        ".plugins": ["hookimpl"],
+        ".plugins.hookspec": ["hookspec"],
+    },
+    # ir, evaluator, formats and plugins are not in __all__, but were attributes
+    # since the eager imports of old: irpass.ir.X keeps working after `import irpass`
+    submodules=["instrument", "op", "transform", "ir", "evaluator", "formats", "plugins"],
+    fallback=lambda name: _version(name),
+)
 
 __all__ = [
     "Call",
@@ -95,3 +105,19 @@ __all__ = [
     "transform",
     "var",
 ]
+
+
+def _version(name: str) -> str:
+    """``__version__``, read from the installed distribution when first asked for."""
+    if name != "__version__":
+        raise AttributeError(f"module 'irpass' has no attribute {name!r}")
+    # importlib.metadata costs 10-20 ms to import and scans sys.path: only --version
+    # and the plugin listing ask
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("irpass")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        value = "0.0.0+unknown"
+    globals()["__version__"] = value
+    return value

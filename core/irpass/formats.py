@@ -25,12 +25,17 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import _lazy
 from ._lazy_plugins import ensure_plugins
-from .ir import serialize
 from .ir.module import IRModule
-from .ir.serialize import atomic_path
+
+# The text format's code (parser, printer, numpy for the .npz) is imported when a
+# model is first read or written, not by the plugin manager, which imports this module.
+__getattr__, __dir__ = _lazy.attach(__name__, globals(), {"irpass.ir.serialize": ["atomic_path"]})
+if TYPE_CHECKING:
+    from .ir.serialize import atomic_path
 
 __all__ = ["FileFormat", "register_format", "unregister_format", "format_for", "list_formats",
            "load", "save", "model_files", "atomic_path"]
@@ -142,10 +147,32 @@ def format_for(path: str | os.PathLike[str], *, for_: str = "load") -> FileForma
     return entry.format
 
 
+def _load_text(path: str | os.PathLike[str]) -> IRModule:
+    """:func:`irpass.ir.serialize.load`."""
+    from .ir import serialize
+
+    return serialize.load(path)
+
+
+def _save_text(mod: IRModule, path: str | os.PathLike[str]) -> None:
+    """:func:`irpass.ir.serialize.save`."""
+    from .ir import serialize
+
+    serialize.save(mod, path)
+
+
+def _text_side_files(path: str | os.PathLike[str], for_: str = "load") -> list[Path]:
+    """:func:`irpass.ir.serialize.side_files`."""
+    from .ir import serialize
+
+    return serialize.side_files(path, for_)
+
+
 TEXT_FORMAT = register_format(
-    FileFormat("text", serialize.TEXT_SUFFIXES, load=serialize.load, save=serialize.save,
+    # the suffixes of irpass.ir.serialize.TEXT_SUFFIXES (test_startup checks they agree)
+    FileFormat("text", (".txt", ".ir"), load=_load_text, save=_save_text,
                description="the irpass text format (big constants in a .npz beside it)",
-               side_files=serialize.side_files)
+               side_files=_text_side_files)
 )
 
 

@@ -12,26 +12,44 @@ built-ins:
 - :class:`CheckEach`: evaluate after every pass and stop at the first that changed
   the outputs (:class:`CheckEachError`);
 - :class:`VerifyEach`: check well-formedness and types after every pass, blaming
-  the pass that broke them (:class:`VerifyError`).
+  the pass that broke them (:class:`VerifyError`);
+- :class:`ReportInstrument`: record the run for an HTML report (timeline, per-pass
+  diffs and pictures, findings).
 
 Instruments have names in a registry (:func:`register_instrument`,
 :func:`get_instrument`), which is how config files and the CLI switch them on.
 """
 
-from .base import PassInstrument, pass_instrument
-from .check import CheckEach, CheckEachError
-from .dump import DumpIR
-from .printing import PassPrintingInstrument, PrintAfterAll, PrintBeforeAll, PrintChanged
-from .registry import (
-    InstrumentEntry,
-    get_instrument,
-    get_instrument_entry,
-    list_instruments,
-    parse_instrument_spec,
-    register_instrument,
+from .. import _lazy
+
+# Imported on first use (see irpass._lazy): the pass context imports .base, and the
+# instruments' modules import the pass context.
+__getattr__, __dir__ = _lazy.attach(
+    __name__,
+    globals(),
+    {
+        ".base": ["PassInstrument", "pass_instrument"],
+        ".check": ["CheckEach", "CheckEachError"],
+        ".dump": ["DumpIR"],
+        ".printing": [
+            "PassPrintingInstrument",
+            "PrintAfterAll",
+            "PrintBeforeAll",
+            "PrintChanged",
+        ],
+        ".report": ["ReportInstrument"],
+        ".registry": [
+            "InstrumentEntry",
+            "get_instrument",
+            "get_instrument_entry",
+            "list_instruments",
+            "parse_instrument_spec",
+            "register_instrument",
+        ],
+        ".timing": ["PassTimingInstrument", "TimingRow"],
+        ".verify": ["VerifyEach", "VerifyError"],
+    },
 )
-from .timing import PassTimingInstrument, TimingRow
-from .verify import VerifyEach, VerifyError
 
 __all__ = [
     "CheckEach",
@@ -44,6 +62,7 @@ __all__ = [
     "PrintAfterAll",
     "PrintBeforeAll",
     "PrintChanged",
+    "ReportInstrument",
     "TimingRow",
     "VerifyEach",
     "VerifyError",

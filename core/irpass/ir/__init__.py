@@ -1,30 +1,40 @@
 """The IR: types, expression nodes, ops, modules, traversal, analyses and text format."""
 
-from .analysis import all_vars, bound_vars, free_vars
-from .attrs import Attrs
-from .describe import describe
-from .expr import Expr
-from .functor import ExprFunctor, ExprMutator, ExprVisitor, post_order_visit
-from .module import IRModule
-from .nodes import (
-    Call,
-    Constant,
-    Function,
-    GlobalVar,
-    If,
-    Let,
-    Tuple,
-    TupleGetItem,
-    Var,
-    const,
-    var,
+from .. import _lazy
+
+# Imported on first use (see irpass._lazy): `import irpass.ir.op` (the plugin manager
+# does) then runs none of the parser, printer, type inference or numpy.
+__getattr__, __dir__ = _lazy.attach(
+    __name__,
+    globals(),
+    {
+        ".analysis": ["all_vars", "bound_vars", "free_vars"],
+        ".attrs": ["Attrs"],
+        ".describe": ["describe"],
+        ".expr": ["Expr"],
+        ".functor": ["ExprFunctor", "ExprMutator", "ExprVisitor", "post_order_visit"],
+        ".module": ["IRModule"],
+        ".nodes": [
+            "Call",
+            "Constant",
+            "Function",
+            "GlobalVar",
+            "If",
+            "Let",
+            "Tuple",
+            "TupleGetItem",
+            "Var",
+            "const",
+            "var",
+        ],
+        ".op": ["AttrField", "Op", "OpPattern", "list_ops", "register_op"],
+        ".parser": ["parse", "parse_expr"],
+        ".structural": ["assert_structural_equal", "structural_equal", "structural_hash"],
+        ".type_infer": ["infer_type"],
+        ".types": ["FuncType", "TensorType", "TupleType", "Type"],
+        ".well_formed": ["WellFormedReport", "well_formed"],
+    },
 )
-from .op import AttrField, Op, OpPattern, list_ops, register_op
-from .parser import parse, parse_expr
-from .structural import assert_structural_equal, structural_equal, structural_hash
-from .type_infer import infer_type
-from .types import FuncType, TensorType, TupleType, Type
-from .well_formed import WellFormedReport, well_formed
 
 __all__ = [
     "Attrs",

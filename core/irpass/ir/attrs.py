@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
-
+from .._lazy import LazyModule
 from .dims import DimExpr
+
+# numpy scalars and arrays are accepted (and made plain) once numpy is in use; the
+# plain Python values are checked first, so building IR imports no numpy.
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = ["Attrs", "normalize_attr_value"]
 
@@ -31,18 +34,22 @@ def normalize_attr_value(value: Any, field: str) -> Any:
     """Return ``value`` in canonical immutable form, or raise ``TypeError`` naming ``field``."""
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
+    if isinstance(value, int):
         return int(value)
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, float):
         return float(value)
     if isinstance(value, (list, tuple)):
         return tuple(normalize_attr_value(v, f"{field}[{i}]") for i, v in enumerate(value))
-    if isinstance(value, np.ndarray) and value.ndim <= 1:
-        return normalize_attr_value(value.tolist(), field)
     if isinstance(value, DimExpr):
         return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.ndim <= 1:
+        return normalize_attr_value(value.tolist(), field)
     raise TypeError(
         f"attribute {field} must be None, bool, int, float, str, a symbolic dim or a tuple of "
         "those, "

@@ -16,12 +16,15 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-import numpy as np
-
+from .._lazy import LazyModule
 from .attrs import EMPTY_ATTRS, Attrs
 from .expr import Expr, _set
 from .op import Op
-from .types import NUMPY_DTYPES, SUPPORTED_DTYPES, TensorType, Type, normalize_dtype
+from .types import NATIVE_DTYPES, NUMPY_DTYPES, SUPPORTED_DTYPES, TensorType, Type, normalize_dtype
+
+# Constants hold numpy arrays: numpy is imported when the first one is made, so code
+# that builds, reads or transforms IR without constant data never imports it.
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = [
     "Expr",
@@ -96,14 +99,14 @@ _FRESH_REFCOUNT = 3
 _new_node = object.__new__
 
 
-_NATIVE_DTYPES = frozenset(NUMPY_DTYPES.values())
+# The numpy dtypes of NATIVE_DTYPES, filled in by the first Constant._own (they need numpy).
+_NATIVE_DTYPES: set[np.dtype] = set()
 
 # numpy 2 computes ``dtype.name`` in Python (1.5 us a read); looking the name up by
-# dtype (hash and == in C) takes 0.03 us. This is NUMPY_DTYPES inverted, for the
-# native dtypes; the others (ml_dtypes' bfloat16 and friends, whose names
-# ml_dtypes gives them, and non-native byte orders) join when first met -- the
-# supported ones only, so it stays small.
-_DTYPE_NAMES: dict[np.dtype, str] = {dtype: name for name, dtype in NUMPY_DTYPES.items()}
+# dtype (hash and == in C) takes 0.03 us. Each supported dtype joins when first met
+# (ml_dtypes' bfloat16 and friends, whose names ml_dtypes gives them, and
+# non-native byte orders too), so it stays small.
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -252,6 +255,8 @@ class Constant(Expr):
         any other dtype or layout, this is ``Constant(data)`` (a checked copy).
         The caller must not write to ``data`` afterwards (numpy would refuse).
         """
+        if not _NATIVE_DTYPES:
+            _NATIVE_DTYPES.update(NUMPY_DTYPES[name] for name in NATIVE_DTYPES)
         if (
             type(data) is not np.ndarray
             or data.base is not None
@@ -304,7 +309,9 @@ class TupleGetItem(Expr):
 
     def __init__(self, tuple_value: Expr, index: int) -> None:
         _check_expr(tuple_value, "TupleGetItem.tuple_value")
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        if type(index) is not int and (
+            isinstance(index, bool) or not isinstance(index, (int, np.integer))
+        ):
             raise TypeError(f"TupleGetItem.index must be an int, got {index!r}")
         if index < 0:
             raise ValueError(f"TupleGetItem.index must be >= 0, got {index}")

@@ -21,13 +21,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from .._lazy import LazyModule
 from .._lazy_plugins import ensure_plugins
 from .attrs import EMPTY_ATTRS, Attrs, _is_plain_value, normalize_attr_value
 from .dims import DimExpr
 from .expr import Expr, _set
 from .types import SUPPORTED_DTYPES, Type, normalize_dtype
+
+# The converters take numpy scalars and arrays too, tested after the Python values
+# (the usual ones), so that registering and building ops imports no numpy.
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = [
     "Op",
@@ -113,6 +116,8 @@ _INT_ONLY = {int}
 
 def attr_int(value: Any, where: str) -> int:
     """An integer attribute."""
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{where} must be an int, got {value!r}")
     return int(value)
@@ -125,6 +130,8 @@ def attr_optional_int(value: Any, where: str) -> int | None:
 
 def attr_float(value: Any, where: str) -> float:
     """A float attribute (ints are accepted and converted)."""
+    if type(value) is float or type(value) is int:
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{where} must be a number, got {value!r}")
     return float(value)
@@ -132,9 +139,13 @@ def attr_float(value: Any, where: str) -> float:
 
 def attr_bool(value: Any, where: str) -> bool:
     """A boolean attribute (0/1 accepted)."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) or not isinstance(value, (np.bool_, np.integer)):
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise TypeError(f"{where} must be a bool, got {value!r}")
+    if isinstance(value, np.bool_) or value in (0, 1):
         return bool(value)
     raise TypeError(f"{where} must be a bool, got {value!r}")
 
@@ -148,9 +159,13 @@ def attr_str(value: Any, where: str) -> str:
 
 def attr_ints(value: Any, where: str) -> tuple[int, ...]:
     """A tuple of ints (a single int is accepted as a 1-tuple)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if type(value) is int:
+        return (value,)
+    if type(value) is list or type(value) is tuple:
+        pass
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),)
-    if isinstance(value, np.ndarray):
+    elif isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{where} must be an int or a sequence of ints, got {value!r}")
@@ -186,6 +201,8 @@ def attr_dims(value: Any, where: str) -> tuple[int | DimExpr, ...]:
         if {*map(type, value)} <= _INT_ONLY:
             return tuple(value)
     elif isinstance(value, DimExpr):
+        return (value,)
+    elif type(value) is int:
         return (value,)
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),)

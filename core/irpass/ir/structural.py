@@ -44,8 +44,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-
+from .._lazy import LazyModule
 from .attrs import EMPTY_ATTRS, Attrs
 from .dims import DimExpr, SizeVar, free_vars, substitute
 from .expr import Expr
@@ -54,6 +53,10 @@ from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
 from .types import FuncType, TensorType, TupleType, Type
+
+# Arrays (constants' data) and numpy scalars are compared once numpy is in use; plain
+# Python values are classified first, so comparing IR without constants imports no numpy.
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = ["structural_equal", "assert_structural_equal", "structural_hash"]
 
@@ -164,6 +167,12 @@ _Diff = tuple[str, str, str]
 _NodeCallback = Callable[[Any, Any, str], None]
 
 
+# The kinds of the plain Python values, by exact type (their subclasses, numpy's
+# scalars and the rest go through the isinstance tests of _kind).
+_PLAIN_KINDS = {bool: "bool", int: "int", float: "float", str: "str", list: "sequence",
+                tuple: "sequence"}
+
+
 def _kind(value: Any) -> str:
     """The comparison category of a value; values of different kinds are never equal."""
     if isinstance(value, Expr):
@@ -174,6 +183,11 @@ def _kind(value: Any) -> str:
         return "type"
     if value is None:
         return "none"
+    kind = _PLAIN_KINDS.get(type(value))
+    if kind is not None:
+        return kind
+    if isinstance(value, DimExpr):
+        return "dim"
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):
@@ -191,8 +205,6 @@ def _kind(value: Any) -> str:
         return "mapping"
     if isinstance(value, np.ndarray):
         return "array"
-    if isinstance(value, DimExpr):
-        return "dim"
     raise TypeError(
         f"structural comparison does not support {type(value).__name__} values ({_describe(value)})"
     )

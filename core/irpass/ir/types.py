@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-import numpy as np
-
+from .._lazy import LazyModule
 from .dims import Dim, DimExpr, substitute
+
+# numpy dtypes and scalars are accepted once numpy is in use (tested after the plain
+# Python values); the IR's types need no numpy, see NUMPY_DTYPES.
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = [
     "Type",
@@ -101,10 +105,14 @@ DTYPE_BITS: dict[str, int] = {
 
 
 class _NumpyDtypes(dict):  # type: ignore[type-arg]
-    """The numpy dtype of each supported name; the ml_dtypes ones are looked up (and
-    ml_dtypes imported) the first time one is asked for."""
+    """The numpy dtype of each supported name, looked up (and numpy imported) the first
+    time one is asked for; the ml_dtypes ones likewise (with ml_dtypes)."""
 
     def __missing__(self, name: str) -> np.dtype:
+        if name in NATIVE_DTYPES:
+            for native in NATIVE_DTYPES:
+                self[native] = np.dtype(native)
+            return self[name]
         if name not in EXTENSION_DTYPES:
             raise KeyError(name)
         try:
@@ -121,11 +129,10 @@ class _NumpyDtypes(dict):  # type: ignore[type-arg]
 
 #: The numpy dtype of each supported name. ``np.dtype(name)`` parses the name
 #: and ``dtype.name`` is computed in Python by numpy 2 (microseconds each), so
-#: hot paths look types up here instead. The :data:`EXTENSION_DTYPES` are filled in
-#: on first lookup (``[]``, not ``.get``), which imports ml_dtypes.
-NUMPY_DTYPES: dict[str, np.dtype] = _NumpyDtypes(
-    (name, np.dtype(name)) for name in NATIVE_DTYPES
-)
+#: hot paths look types up here instead. It is filled in on first lookup (``[]``, not
+#: ``.get``), which imports numpy (and ml_dtypes, for one of :data:`EXTENSION_DTYPES`):
+#: the IR's types, type inference and the text format need neither.
+NUMPY_DTYPES: dict[str, np.dtype] = _NumpyDtypes()
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -205,7 +212,7 @@ class TensorType(Type):
             and (not shape or ({*map(type, shape)} <= _INT_ONLY and min(shape) >= 0))
         ):
             return
-        if isinstance(shape, (int, np.integer)):
+        if type(shape) is not list and isinstance(shape, (int, np.integer)):
             raise TypeError(f"TensorType.shape must be a sequence of ints, got {shape!r}")
         try:
             dims = tuple(shape)
@@ -214,7 +221,7 @@ class TensorType(Type):
         for i, d in enumerate(dims):
             if isinstance(d, DimExpr):
                 continue
-            if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            if type(d) is not int and (isinstance(d, bool) or not isinstance(d, (int, np.integer))):
                 raise TypeError(
                     f"TensorType.shape[{i}] must be an int or a symbolic dim, got {d!r}"
                 )

@@ -21,33 +21,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from . import registry
-from .builtin import Identity, PrintIR
-from .config import ConfigOption, PassConfig, list_config_options, register_config_option
-from .context import PassContext
-from .decorators import function_pass, module_pass
-from .diagnostics import Diagnostic, DiagnosticContext
-from .info import PassInfo
-from .passes import FunctionPass, ModulePass, Pass, Sequential
-from .pipeline import (
-    PIPELINE_PHASES,
-    PipelineInsertion,
-    add_pipeline_insertion,
-    default_pipeline,
-    list_pipeline_insertions,
-    pipeline_plan,
-    remove_pipeline_insertions,
-)
-from .pipeline_text import PipelineSyntaxError, parse_pipeline
-from .registry import (
-    PassEntry,
-    close_pass_names,
-    get_pass,
-    get_pass_entry,
-    list_passes,
-    register_pass,
-)
-from .rewrites import Rule, RuleSet, list_rule_sets
+from .. import _lazy
 
 __all__ = [
     "ConfigOption",
@@ -87,13 +61,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def _registered_pass(name: str) -> Any:
     """``irpass.transform.X`` for a pass registered as ``"X"`` (by the core or a plugin)."""
+    from . import registry
+
     if not name.startswith("_"):
         entry = registry.lookup(name)
         if entry is not None:
-            return entry.factory
-        close = close_pass_names(name)
+            return registry.load_factory(name)
+        close = registry.close_pass_names(name)
         close += [n for n in difflib.get_close_matches(name, __all__, n=2) if n not in close]
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         raise AttributeError(
@@ -103,5 +79,64 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'irpass.transform' has no attribute {name!r}")
 
 
+# Imported on first use (see irpass._lazy): the plugin manager imports .registry and
+# .config, which then run neither the rewrite machinery nor the pipeline parser.
+__getattr__, _dir = _lazy.attach(
+    __name__,
+    globals(),
+    {
+        ".builtin": ["Identity", "PrintIR"],
+        ".config": [
+            "ConfigOption",
+            "PassConfig",
+            "list_config_options",
+            "register_config_option",
+        ],
+        ".context": ["PassContext"],
+        ".decorators": ["function_pass", "module_pass"],
+        ".diagnostics": ["Diagnostic", "DiagnosticContext"],
+        ".info": ["PassInfo"],
+        ".passes": ["FunctionPass", "ModulePass", "Pass", "Sequential"],
+        ".pipeline": [
+            "PIPELINE_PHASES",
+            "PipelineInsertion",
+            "add_pipeline_insertion",
+            "default_pipeline",
+            "list_pipeline_insertions",
+            "pipeline_plan",
+            "remove_pipeline_insertions",
+        ],
+        ".pipeline_text": ["PipelineSyntaxError", "parse_pipeline"],
+        ".registry": [
+            "PassEntry",
+            "close_pass_names",
+            "get_pass",
+            "get_pass_entry",
+            "list_passes",
+            "register_pass",
+        ],
+        ".rewrites": ["Rule", "RuleSet", "list_rule_sets"],
+    },
+    # every submodule: `from . import builtin` asks for the attribute first, which must
+    # not go looking for a pass of that name (and load the plugins)
+    submodules=[
+        "builtin",
+        "config",
+        "context",
+        "decorators",
+        "diagnostics",
+        "info",
+        "passes",
+        "pipeline",
+        "pipeline_text",
+        "registry",
+        "rewrites",
+    ],
+    fallback=_registered_pass,
+)
+
+
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(list_passes()))
+    from .registry import list_passes
+
+    return sorted(set(_dir()) | set(list_passes()))

@@ -168,6 +168,11 @@ def lookup(name: str) -> PassEntry | None:
     return entry
 
 
+def load_factory(name: str) -> PassFactory:
+    """The factory of the pass registered as ``name`` (``KeyError`` if there is none)."""
+    return get_pass_entry(name).factory
+
+
 def unregister_pass(name: str) -> None:
     """Forget pass ``name`` (the plugin manager's undo when a plugin fails half-way)."""
     _PASSES.pop(name, None)
@@ -365,3 +370,8 @@ def _unknown_message(name: str) -> str:
     close = close_pass_names(name) if isinstance(name, str) else []
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     return f"no pass named {name!r} is registered{hint}"
+
+
+# The passes the core registers itself (PrintIR, Identity); last, as builtin imports
+# this module.
+from . import builtin  # noqa: E402, F401
