@@ -14,15 +14,18 @@ artifacts. Sections fold with ``<details>`` (no script needed):
   module: the unified diff of its text (constants elided) and, with Graphviz, pictures
   of the changed region before and after.
 
-The changed region of a function is the set of its dataflow nodes (calls, tuples,
-projections, lets, ifs) that exist on one side only: a pass returns the nodes it did not
-touch as they were, so what it made is exactly what is new. :func:`changed_region` cuts
-that subgraph out (what feeds it becomes a parameter named after its producer), capped
-at ``max_nodes`` nodes in dataflow order, and :func:`irpass.viz.to_dot` draws it.
+The changed region of a function is what the pass made and what it dropped: its
+dataflow nodes (calls, tuples, projections, lets, ifs) that compute nothing the other side
+computed. Nodes are immutable, so rewriting one node rebuilds all its consumers up to the
+result; such a copy (same kind and attributes over unchanged inputs) is matched with its
+original and left out. :func:`changed_region` cuts the rest out as a subgraph (what feeds
+it becomes a parameter named after its producer), capped at ``max_nodes`` nodes in
+dataflow order, and :func:`irpass.viz.to_dot` draws it.
 """
 
 from __future__ import annotations
 
+import difflib
 import html
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir.expr import Expr
 from ..ir.functor import ExprMutator
-from ..ir.nodes import Call, Function, If, Let, Tuple, TupleGetItem, Var
+from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from ..ir.op import Op
 from ..ir.types import TensorType, TupleType
 
@@ -48,6 +51,10 @@ MAX_DIFF_LINES = 4000
 MAX_FUNCTIONS = 2
 
 _DATAFLOW = (Call, Tuple, TupleGetItem, Let, If)
+_LEAVES = (Var, Constant, GlobalVar)
+#: Rebuilt nodes are lined up (a sequence match, quadratic at worst) only up to this many
+#: new nodes on both sides together; above it every new node counts as changed.
+MAX_ALIGNED = 20000
 
 
 @dataclass
@@ -97,25 +104,64 @@ def _dataflow_nodes(func: Function) -> list[Expr]:
     return order
 
 
+def _token(node: Expr) -> tuple:
+    """What a node computes, for lining up the two sides: its kind, a call's op and
+    attributes (the same object: a pass that rebuilds a call over new arguments keeps
+    them), a projection's index, and the variables and constants it reads."""
+    leaves = tuple(id(c) for c in node.children() if type(c) in _LEAVES)
+    if type(node) is Call:
+        op = node.op
+        head: object = op.name if type(op) is Op else id(op)
+        return (Call, head, id(node.attrs), leaves)
+    if type(node) is TupleGetItem:
+        return (TupleGetItem, node.index, leaves)
+    return (type(node), leaves)
+
+
+def _unchanged(nodes_b: list[Expr], nodes_a: list[Expr]) -> dict[Expr, Expr]:
+    """The nodes of ``nodes_a`` (post order) that are not part of what the pass changed,
+    each with its counterpart in ``nodes_b``: the same node, or a consumer the pass
+    rebuilt because an input changed (nodes are immutable, so a rewrite rebuilds every
+    node above it up to the result). The rebuilt ones are found by lining up the two
+    post orders (:class:`difflib.SequenceMatcher` over :func:`_token` of each node):
+    what lines up computes the same thing from the same place."""
+    set_b, set_a = set(nodes_b), set(nodes_a)
+    same = {n: n for n in nodes_a if n in set_b}
+    rest_b = [n for n in nodes_b if n not in set_a]
+    rest_a = [n for n in nodes_a if n not in set_b]
+    if not rest_a or not rest_b or len(rest_a) + len(rest_b) > MAX_ALIGNED:
+        return same
+    matcher = difflib.SequenceMatcher(
+        None, [_token(n) for n in rest_b], [_token(n) for n in rest_a], autojunk=False
+    )
+    for i, j, size in matcher.get_matching_blocks():
+        for k in range(size):
+            same[rest_a[j + k]] = rest_b[i + k]
+    return same
+
+
 def changed_region(
     before: Function | None,
     after: Function | None,
-    mod: IRModule | None,
     max_nodes: int,
     name: str = "main",
+    modules: tuple[IRModule | None, IRModule | None] = (None, None),
 ) -> Region:
-    """The nodes of ``after`` not in ``before`` and those of ``before`` not in
-    ``after``, each side cut out as an expression of at most ``max_nodes`` nodes
-    (the first in dataflow order)."""
+    """What a pass changed in a function: the dataflow nodes of ``after`` that compute
+    nothing ``before`` computed (see :func:`_unchanged`) and those of ``before`` that
+    ``after`` no longer computes, each side cut out as an expression of at most
+    ``max_nodes`` nodes (the first in dataflow order). ``modules`` (before, after) resolve
+    calls of global functions when the cut-out parts are typed."""
     nodes_b = _dataflow_nodes(before) if before is not None else []
     nodes_a = _dataflow_nodes(after) if after is not None else []
-    set_b, set_a = set(nodes_b), set(nodes_a)
-    new_b = [n for n in nodes_b if n not in set_a and isinstance(n, _DATAFLOW)]
-    new_a = [n for n in nodes_a if n not in set_b and isinstance(n, _DATAFLOW)]
+    same = _unchanged(nodes_b, nodes_a)
+    kept = set(same.values())
+    new_b = [n for n in nodes_b if n not in kept and isinstance(n, _DATAFLOW)]
+    new_a = [n for n in nodes_a if n not in same and isinstance(n, _DATAFLOW)]
     return Region(
         name,
-        _cut(new_b[:max_nodes], mod) if new_b else None,
-        _cut(new_a[:max_nodes], mod) if new_a else None,
+        _cut(new_b[:max_nodes], modules[0]) if new_b else None,
+        _cut(new_a[:max_nodes], modules[1]) if new_a else None,
         (min(len(new_b), max_nodes), min(len(new_a), max_nodes)),
         (len(new_b), len(new_a)),
     )
@@ -125,7 +171,7 @@ def changed_regions(
     before: IRModule, after: IRModule, max_nodes: int, max_functions: int = MAX_FUNCTIONS
 ) -> tuple[list[Region], int]:
     """The :func:`changed_region` of each function that differs (added and removed ones
-    too), the first ``max_functions``, and how many differ in all."""
+    too), the first ``max_functions`` with a changed node, and how many differ in all."""
     names_a = [gv.name_hint for gv, _ in after.items()]
     names_b = [gv.name_hint for gv, _ in before.items()]
     funcs_a = {gv.name_hint: f for gv, f in after.items()}
@@ -133,9 +179,13 @@ def changed_regions(
     differ = [n for n in names_a if funcs_b.get(n) is not funcs_a[n]]
     differ += [n for n in names_b if n not in funcs_a]
     regions = []
-    for name in differ[:max_functions]:
+    for name in differ:
+        if len(regions) == max_functions:
+            break
         fb, fa = funcs_b.get(name), funcs_a.get(name)
-        regions.append(changed_region(fb, fa, after if fa is not None else before, max_nodes, name))
+        region = changed_region(fb, fa, max_nodes, name, (before, after))
+        if region.total != (0, 0):
+            regions.append(region)
     return regions, len(differ)
 
 
@@ -206,6 +256,9 @@ class _Pictures:
                 "(apt-get install graphviz, brew install graphviz)"
             )
             return ""
+        except Exception as exc:  # noqa: BLE001 - the report is written when a run failed
+            # too; a picture that cannot be drawn must not lose the rest of it
+            return f'<p class="failed">picture failed: {_e(f"{type(exc).__name__}: {exc}")}</p>'
         self.count += 1
         return _inline_svg(data.decode("utf-8"), f"p{self.count}-")
 
@@ -496,6 +549,11 @@ def _pictures_html(change: PassChange, data: ReportData, pictures: _Pictures) ->
     if pictures.missing is not None:
         return ""
     regions, differ = changed_regions(change.before, change.after, data.max_nodes)
+    if not regions:
+        return (
+            '<p class="note">No dataflow node changed (types or function attributes '
+            "only): nothing to draw.</p>"
+        )
     out = ["<details open><summary>The changed region, before and after</summary>"]
     for region in regions:
         sides = (
