@@ -21,6 +21,7 @@ _TOKENS = r"""
     (
       [()\[\]{},;=:]
     | %\d+                                 # graph name  %3
+    | Tensor\[\((?:\d+(?:,\ \d+)*,?)?\),\ [A-Za-z_]\w*\]   # a static tensor type, see below
     | [%@][A-Za-z_]\w*                     # variable %x, global function @f
     | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*      # identifier, op name  nn.conv2d
     | [%@]"(?:[^"\\\n]|\\.)*"              # quoted names %"my var"
@@ -35,6 +36,11 @@ _TOKENS = r"""
     | \Z                                   # the end (EOF), after any comments
     )
 """
+# A static tensor type spelled as the printer spells it, Tensor[(1, 3), float32],
+# is one token: types are about half the tokens of a typical module (every
+# param of every fused function has one), and the parser reads such a token
+# with one dict lookup (Parser._type). Any other spelling (other spacing, a
+# comment or a symbolic dim inside) is cut into the usual tokens.
 _FLAGS = re.VERBOSE | re.DOTALL | re.ASCII
 # Whitespace and comments before each token are skipped; text without any
 # '/' has no comments, and the simpler pattern is a third faster. The empty
@@ -75,9 +81,9 @@ class Tokens:
         # The end-of-input token sits right after the last real token.
         return end
 
-    def error(self, message: str, index: int) -> ParseError:
-        """A :class:`ParseError` pointing at token ``index``."""
-        return error_at(self.text, self.offset(index), message, self.filename)
+    def error(self, message: str, index: int, within: int = 0) -> ParseError:
+        """A :class:`ParseError` pointing at token ``index`` (``within`` characters into it)."""
+        return error_at(self.text, self.offset(index) + within, message, self.filename)
 
 
 def error_at(text: str, offset: int, message: str, filename: str | None) -> ParseError:

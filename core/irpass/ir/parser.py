@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import ParseError
+from .attrs import EMPTY_ATTRS, Attrs
 from .dims import Dim, parse_dim
 from .expr import Expr
 from .gcpause import gc_paused
@@ -99,6 +100,9 @@ _MISSING = object()
 _DIM_ENDS = frozenset({",", ")"})  # the tokens that end a dim of a shape
 _ATTR_DIM_ENDS = frozenset({",", ")", "]"})  # ... and a dim in an attribute value
 _DIM_OPERATORS = frozenset({"*", "+", "-", "floordiv", "mod"})
+# How far the parser looks for the ')' that ends a call's attributes: longer
+# attribute lists are read each time (a bound, so no text makes it quadratic).
+_ATTRS_SPAN = 256
 _T = TypeVar("_T")
 
 # A parse step that needs a sub-expression yields a generator for it; the
@@ -175,6 +179,11 @@ class _Parser:
         self.meta_consts: dict[int, Constant] = {}
         self.metadata_file: str | None = None
         self.meta: dict[int, np.ndarray] | None = None
+        # One object per distinct type token and per distinct attribute list of
+        # an op (both immutable): reading either again is one dict lookup.
+        self.tensor_types: dict[str, TensorType] = {}
+        self.call_attrs: dict[Any, Attrs] = {}
+        self.fn_attrs: dict[tuple[str, ...], Attrs] = {(): EMPTY_ATTRS}
 
     def _start(self) -> None:
         """Read the metadata section, or take the ``metadata=`` argument."""
@@ -263,8 +272,9 @@ class _Parser:
             stack.append(sub)
             value = None
 
-    def error(self, message: str, index: int | None = None) -> ParseError:
-        """A ParseError at token ``index`` (default: the current token)."""
+    def error(self, message: str, index: int | None = None, within: int = 0) -> ParseError:
+        """A ParseError at token ``index`` (default: the current token), ``within``
+        characters into it."""
         index = self.i if index is None else index
         tok = self.toks[index]
         # A token the lexer could not make sense of is the real problem.
@@ -272,7 +282,7 @@ class _Parser:
             message = "unterminated string (a string ends with '\"' on the same line)"
         elif tok == "/*":
             message = "unterminated comment ('/*' without '*/')"
-        return self.tokens.error(message, index)
+        return self.tokens.error(message, index, within)
 
     def expect(self, tok: str, context: str) -> None:
         """Consume ``tok`` or fail saying what was expected where."""
@@ -452,7 +462,7 @@ class _Parser:
         Function constructor's complaint, reported at token ``start``.
         """
         mark = len(self.undo)
-        params, attrs = self._params(context)
+        params, attrs, key = self._params(context)
         ret_type = None
         if self.toks[self.i] == "->":
             self.i += 1
@@ -461,17 +471,29 @@ class _Parser:
         body = yield self._block("}")
         self.expect("}", f"to close the body {context}")
         self._restore(mark)
+        known = self.fn_attrs.get(key)
+        if known is not None:
+            # As Call._unchecked in _simple: distinct new Vars, a body, a Type or
+            # None, and Attrs the same tokens made before.
+            return Function._unchecked(tuple(params), body, ret_type, known)
         try:
-            return Function(params, body, ret_type, attrs)
+            func = Function(params, body, ret_type, attrs)
         except (TypeError, ValueError) as exc:
             raise self.error(f"{bad}: {exc}", start) from None
+        self.fn_attrs[key] = func.attrs
+        return func
 
-    def _params(self, context: str) -> tuple[list[Var], dict[str, Any]]:
-        """``( %x: T, %y, key=value )``; defines the params in the current scope."""
+    def _params(self, context: str) -> tuple[list[Var], dict[str, Any], tuple[str, ...]]:
+        """``( %x: T, %y, key=value )``; defines the params in the current scope.
+
+        Returns the params, the attributes and the attributes' tokens (which
+        determine them: the key of ``self.fn_attrs``).
+        """
         toks = self.toks
         self.expect("(", f"to open the parameter list {context}")
         params: list[Var] = []
         attrs: dict[str, Any] = {}
+        attr_toks: list[str] = []
         seen: set[str] = set()
         while toks[self.i] != ")":
             tok = toks[self.i]
@@ -487,14 +509,17 @@ class _Parser:
                 if toks[self.i] == ":":
                     self.i += 1
                     ty = self._type()
-                v = Var(name, ty)
+                v = Var._unchecked(name, ty)  # a str and a Type (or None)
                 params.append(v)
                 self._define(self.vars, name, v)
-            elif not self._attr_pair(attrs, None, context):
-                raise self.error(
-                    f"expected a parameter (%name) or an attribute (key=value) {context}, "
-                    f"got {describe_token(tok)}"
-                )
+            else:
+                at = self.i
+                if not self._attr_pair(attrs, None, context):
+                    raise self.error(
+                        f"expected a parameter (%name) or an attribute (key=value) {context}, "
+                        f"got {describe_token(tok)}"
+                    )
+                attr_toks += toks[at : self.i]
             if toks[self.i] == ",":
                 self.i += 1
             elif toks[self.i] != ")":
@@ -503,7 +528,7 @@ class _Parser:
                     f"{describe_token(toks[self.i])}"
                 )
         self.i += 1
-        return params, attrs
+        return params, attrs, tuple(attr_toks)
 
     # -- types --------------------------------------------------------------------------
     def _type(self, depth: int = 0) -> Type:
@@ -511,6 +536,13 @@ class _Parser:
             raise self.error(f"type nesting too deep (more than {_MAX_NESTING} levels)")
         toks = self.toks
         tok = toks[self.i]
+        if tok[:7] == "Tensor[":
+            # One token from the lexer: the same text is the same (immutable) type.
+            ty = self.tensor_types.get(tok)
+            if ty is None:
+                ty = self.tensor_types[tok] = self._tensor_token(tok)
+            self.i += 1
+            return ty
         if tok == "Tensor":
             self.i += 1
             self.expect("[", "after 'Tensor'")
@@ -557,6 +589,14 @@ class _Parser:
             "expected a type (Tensor[(d0, d1, ...), dtype], a dtype, (T1, T2, ...) or "
             f"fn (T1, ...) -> T), got {describe_token(tok)}{hint}"
         )
+
+    def _tensor_token(self, tok: str) -> TensorType:
+        """The type in a one-token ``Tensor[(1, 3), float32]`` (see the lexer)."""
+        close = tok.index(")")
+        dtype = tok[close + 3 : -1]
+        if dtype not in SUPPORTED_DTYPES:
+            raise self._unknown_dtype(dtype, self.i, close + 3)
+        return TensorType(tuple(map(int, tok[8:close].replace(",", " ").split())), dtype)
 
     def _shape(self, context: str) -> tuple[Dim, ...]:
         toks = self.toks
@@ -607,11 +647,15 @@ class _Parser:
     def _dtype(self) -> str:
         tok = self.toks[self.i]
         if tok not in SUPPORTED_DTYPES:
-            close = difflib.get_close_matches(tok, sorted(SUPPORTED_DTYPES), n=2)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise self.error(f"unknown dtype {describe_token(tok)}{hint}")
+            raise self._unknown_dtype(tok, self.i)
         self.i += 1
         return tok
+
+    def _unknown_dtype(self, name: str, index: int, within: int = 0) -> ParseError:
+        """The error for dtype ``name``, ``within`` characters into token ``index``."""
+        close = difflib.get_close_matches(name, sorted(SUPPORTED_DTYPES), n=2)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        return self.error(f"unknown dtype {describe_token(name)}{hint}", index, within)
 
     # -- attribute values ---------------------------------------------------------------
     def _attr_value(self) -> Any:
@@ -793,7 +837,7 @@ class _Parser:
         if _is_number(tok):
             self.i += 1
             return self._scalar(tok, self.i - 1)
-        if not (c.isalpha() or c == "_"):
+        if not _is_ident(tok):
             return None
         if tok == "True" or tok == "False":
             self.i += 1
@@ -898,7 +942,7 @@ class _Parser:
 
     # -- expressions ------------------------------------------------------------------
     def _simple(self) -> Expr | None:
-        """Fast path: an atom, or an op call whose arguments are all atoms.
+        """Fast path: an atom, or a call of an op or of a ``%n`` whose arguments are all atoms.
 
         Returns ``None`` (consuming nothing) for anything else; the general
         path :meth:`_expr` then parses it.
@@ -915,16 +959,28 @@ class _Parser:
                 return None
             return e
         tok = toks[start]
-        op = self.ops.get(tok)
+        op: Any = self.ops.get(tok)
         if op is None:
-            if tok in _KEYWORDS or not _is_ident(tok):
-                return None
-            op = self._op(tok)
+            if tok[:1] == "%":
+                # a call of a named function value: %3(%1, %2) calls a fused function
+                op = self.graph.get(tok)
+                if op is None:
+                    return None
+            else:
+                if tok in _KEYWORDS or not _is_ident(tok):
+                    return None
+                op = self._op(tok)
+        is_op = type(op) is Op
         i = start + 2
         graph = self.graph
         args: list[Expr] = []
         attrs: dict[str, Any] | None = None
         keys_at: dict[str, int] | None = None
+        # The key of the call's attributes in self.call_attrs: the op alone for
+        # a call without any, else the op and the tokens of its attributes.
+        key: Any = op
+        end = -1
+        known: Attrs | None = None
         variables = self.vars
         while True:
             tok = toks[i]
@@ -937,7 +993,22 @@ class _Parser:
             elif tok == ")":
                 break
             elif toks[i + 1] == "=":
+                if not is_op:
+                    self.i = start
+                    return None
                 if attrs is None:
+                    # The attributes seen before (the same tokens up to the call's
+                    # ')', no parens in the values) made these Attrs.
+                    key = None
+                    end = _index(toks, ")", i, i + _ATTRS_SPAN)
+                    if end >= 0:
+                        seg = toks[i:end]
+                        if "(" not in seg:
+                            key = (op, *seg)
+                            known = self.call_attrs.get(key)
+                            if known is not None:
+                                i = end
+                                break
                     attrs, keys_at = {}, {}
                 self.i = i
                 if not self._attr_pair(attrs, keys_at, f"in the call of {op.name}"):
@@ -971,7 +1042,20 @@ class _Parser:
             self.i = start
             return None
         self.i = i + 1
-        return self._make_call(op, args, attrs, start, keys_at)
+        if not is_op:
+            return self._make_call(op, args, None, start + 1, None)
+        if key is op:
+            known = self.call_attrs.get(op)
+        n = op.num_inputs
+        if known is not None and (n < 0 or len(args) == n):
+            # Everything Call() checks is known good: the args are expressions
+            # (the parser made them), their number fits the op, and the Attrs
+            # passed the op's schema before.
+            return Call._unchecked(op, tuple(args), known)
+        call = self._make_call(op, args, attrs, start, keys_at)
+        if key is op or (key is not None and i == end):
+            self.call_attrs[key] = call.attrs
+        return call
 
     def _make_call(
         self,
@@ -1154,7 +1238,7 @@ class _Parser:
                 if toks[self.i] != "=":
                     self.expect("=", f"after 'let {tok}'")
                 self.i += 1
-                v = Var(name, ty)
+                v = Var._unchecked(name, ty)
                 if toks[self.i] == "fn":
                     # A let-bound function may call itself.
                     self._define(self.vars, name, v)
@@ -1188,7 +1272,7 @@ class _Parser:
         for name in named_here:
             del graph[name]
         for v, value in reversed(lets):
-            e = Let(v, value, e)
+            e = Let._unchecked(v, value, e)  # a Var and two expressions
         return e
 
 
@@ -1197,7 +1281,16 @@ class _Parser:
 
 def _is_ident(tok: str) -> bool:
     c = tok[:1]
-    return c.isalpha() or c == "_"
+    # (a one-token type, Tensor[...], is not one)
+    return (c.isalpha() or c == "_") and tok[-1] != "]"
+
+
+def _index(toks: list[str], tok: str, start: int, stop: int) -> int:
+    """The index of the first ``tok`` in ``toks[start:stop]``, or -1."""
+    try:
+        return toks.index(tok, start, stop)
+    except ValueError:
+        return -1
 
 
 def _suffix(tok: str) -> str:
