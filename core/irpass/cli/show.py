@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     graph = build_graph(mod, max_nodes=None, collapse=args.collapse)
     if len(graph.boxes) > args.max_nodes:
         done = (
-            ("after collapsing " + "; ".join(graph.collapsed))
+            ("after collapsing " + ", ".join(graph.collapsed))
             if graph.collapsed
             else ("with nothing collapsed" if args.collapse else "with --no-collapse")
         )
@@ -139,5 +139,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
     if graph.collapsed:
-        sys.stderr.write(f"irpass show: {out}: collapsed {'; '.join(graph.collapsed)}\n")
+        sys.stderr.write(f"irpass show: {out}: {graph.summary()}\n")
     return 0

@@ -107,8 +107,8 @@ class Graph:
     """The picture's content: boxes, edges, clusters, and what was left out.
 
     ``ir_nodes`` counts the program's expression nodes that the picture stands for;
-    ``collapsed`` describes each collapsed run of repeated blocks and ``cut`` how many
-    boxes ``max_nodes`` left out (0: none).
+    ``collapsed`` describes each collapsed run of repeated blocks ("3 × a 13-node
+    block") and ``cut`` how many boxes ``max_nodes`` left out (0: none).
     """
 
     boxes: list[Box] = field(default_factory=list)
@@ -124,7 +124,7 @@ class Graph:
         """One line: what was collapsed and cut (empty when nothing was)."""
         parts = []
         if self.collapsed:
-            parts.append("collapsed " + "; ".join(self.collapsed))
+            parts.append("repeated blocks collapsed: " + ", ".join(self.collapsed))
         if self.cut:
             parts.append(f"{self.cut:,} of {self.wanted:,} boxes not drawn (max_nodes)")
         return ", ".join(parts)
@@ -260,12 +260,15 @@ def constant_text(data: np.ndarray, elide: int) -> list[str]:
     return lines
 
 
-def _short_constant(data: np.ndarray) -> str:
-    """A constant on one line: ``float32 (16,) [1.472, 1.171, 1.031, ...]``."""
+def _short_constant(data: np.ndarray, elide: int) -> str:
+    """A constant on one line: ``float32 (16,) [1.472, 1.171, 1.031, ...]`` (no values
+    with ``elide`` 0)."""
     if data.ndim == 0:
-        return constant_text(data, 1)[0]
+        return constant_text(data, min(elide, 1))[0]
     head = constant_text(data, 0)[0]
-    values = _values(data, min(data.size, _FEW_VALUES - 1))
+    if elide == 0:
+        return head
+    values = _values(data, min(data.size, _FEW_VALUES - 1, elide))
     return f"{head} [{', '.join(values)}]" if values else head
 
 
@@ -510,11 +513,11 @@ class _Builder:
                 if n.op in inline_fn:
                     for p, a in zip(n.op.params, n.args, strict=False):
                         if a in inline_const:
-                            box_of[p].lines.append("= const " + _short_constant(a.data))
+                            box_of[p].lines.append("= const " + _short_constant(a.data, self.elide))
                 elif n in box_of:
                     for i, a in enumerate(n.args):
                         if a in inline_const:
-                            box_of[n].lines.append(f"{i}: " + _short_constant(a.data))
+                            box_of[n].lines.append(f"{i}: " + _short_constant(a.data, self.elide))
         for fn, c in fn_cluster.items():
             cl = self.graph.clusters[c]
             if cl.kind == "primitive" and fn is not root:
@@ -594,7 +597,7 @@ class _Builder:
         # -- repeated blocks ------------------------------------------------------------
         hidden_by: dict[str, Box] = {}  # box id -> the collapsed box standing for it
         if self.collapse:
-            hidden_by = self._collapse(order, scope, box_of, owned, inline_fn, uses, root)
+            hidden_by = self._collapse(order, scope, box_of, owned, inline_fn, uses, root, op_names)
 
         # -- emit -------------------------------------------------------------------------
         seen_edges: set[tuple[str, str, str]] = set()
@@ -670,6 +673,7 @@ class _Builder:
         inline_fn: set[Function],
         uses: dict[Expr, int],
         root: Expr,
+        op_names: dict[int, list[str]],
     ) -> dict[str, Box]:
         """Find runs of repeated blocks in each cluster's program order; hide every copy
         after the first behind one box. Returns hidden box id -> collapsed box."""
@@ -692,10 +696,34 @@ class _Builder:
                 children_of.setdefault(p, []).append(c)
         hidden_clusters: dict[int, Box] = {}
         hidden_nodes: dict[Expr, Box] = {}
+        # what each element stands for: itself and the nodes and op calls inside the
+        # clusters it brings along (a fused call, an if, a let chain)
+        own_nodes: dict[int, int] = {}
+        for n in order:
+            c = scope.get(n)
+            if c is not None and type(n) is not Op:
+                own_nodes[c] = own_nodes.get(c, 0) + 1
+        total = [own_nodes.get(c, 0) for c in range(len(self.cluster_parent))]
+        for c in range(len(self.cluster_parent) - 1, -1, -1):  # children after parents
+            p = self.cluster_parent[c]
+            if p is not None:
+                total[p] += total[c]
+
+        def inside_ops(n: Expr) -> list[str]:
+            names = [n.op.name] if type(n) is Call and type(n.op) is Op else []
+            stack = list(owned.get(n, ()))
+            while stack:
+                c = stack.pop()
+                names.extend(op_names.get(c, ()))
+                stack.extend(children_of.get(c, ()))
+            return names
+
         for s, seq in seqs.items():
             tokens = self._tokens(seq, uses)
-            for start, length, count in find_runs(tokens):
+            weights = [1 + sum(total[c] for c in owned.get(n, ())) for n in seq]
+            for start, length, count in find_runs(tokens, weights):
                 first = seq[start : start + length]
+                size = sum(weights[start : start + length])
                 rest = seq[start + length : start + length * count]
                 box = self._box("collapsed", f"\u00d7 {count - 1} more", [])
                 hidden = 0
@@ -717,15 +745,13 @@ class _Builder:
                     for c in owned.get(n, ()):
                         self.cluster_parent[c] = rep
                         self.graph.clusters[c].parent = f"c{rep}"
-                ops = _op_list(first)
+                ops = _op_list([name for n in first for name in inside_ops(n)])
                 copies = "copy" if count == 2 else "copies"
-                what = f"{count - 1} more {copies} of block 1 ({length} nodes" + (
+                what = f"{count - 1} more {copies} of block 1 ({size} nodes" + (
                     f": {ops})" if ops else ")"
                 )
                 box.lines = ["collapsed: " + what]
-                self.graph.collapsed.append(
-                    f"{count} repeats of a {length}-node block" + (f" ({ops})" if ops else "")
-                )
+                self.graph.collapsed.append(f"{count} \u00d7 a {size}-node block")
         if not hidden_nodes:
             return {}
         out: dict[str, Box] = {}
@@ -783,8 +809,7 @@ class _Builder:
         return self.graph
 
 
-def _op_list(nodes: list[Expr]) -> str:
-    names = [n.op.name for n in nodes if type(n) is Call and type(n.op) is Op]
+def _op_list(names: list[str]) -> str:
     if not names:
         return ""
     distinct = list(dict.fromkeys(names))
@@ -792,14 +817,16 @@ def _op_list(nodes: list[Expr]) -> str:
     return f"{len(names)} op calls: {text}"
 
 
-def find_runs(tokens: list[int]) -> list[tuple[int, int, int]]:
+def find_runs(tokens: list[int], weights: list[int] | None = None) -> list[tuple[int, int, int]]:
     """Runs of a block repeated back to back: ``(start, length, count)`` with
     ``tokens[start + i*length : start + (i+1)*length]`` equal for ``i < count``.
 
     Greedy from the left; at each position the periods tried are the distances to the
     next few occurrences of the same token, the one hiding most nodes wins. Equal
     windows are found with a rolling hash and confirmed element by element, so the cost
-    is linear in practice (each confirmed window is then skipped).
+    is linear in practice (each confirmed window is then skipped). ``weights`` (default
+    1 each) count what each token stands for: a run is kept when the copies after the
+    first weigh at least a few nodes.
     """
     n = len(tokens)
     if n < 2:
@@ -817,13 +844,17 @@ def find_runs(tokens: list[int]) -> list[tuple[int, int, int]]:
         pre[i + 1] = (pre[i] * base + t) % mod
         pw[i + 1] = pw[i] * base % mod
 
+    acc = [0] * (n + 1)
+    for i in range(n):
+        acc[i + 1] = acc[i] + (1 if weights is None else weights[i])
+
     def h(i: int, length: int) -> int:
         return (pre[i + length] - pre[i] * pw[length]) % mod
 
     runs: list[tuple[int, int, int]] = []
     i = 0
     while i < n:
-        best: tuple[int, int] | None = None
+        best: tuple[int, int, int] | None = None
         j = nxt[i]
         tries = 0
         while j != -1 and tries < _CANDIDATES:
@@ -839,13 +870,25 @@ def find_runs(tokens: list[int]) -> list[tuple[int, int, int]]:
                     and tokens[i:j] == tokens[i + count * length : i + (count + 1) * length]
                 ):
                     count += 1
-                if best is None or (count - 1) * length > (best[1] - 1) * best[0]:
-                    best = (length, count)
+                gain = acc[i + count * length] - acc[j]
+                if best is None or gain > best[2]:
+                    best = (length, count, gain)
             j = nxt[j]
             tries += 1
-        if best is not None and (best[1] - 1) * best[0] >= _MIN_COLLAPSE:
-            runs.append((i, best[0], best[1]))
-            i += best[0] * best[1]
+        if best is not None and best[2] >= _MIN_COLLAPSE:
+            length, count, _ = best
+            # The earliest start can cut a block in two when what precedes the run ends
+            # like a block does (a relu before a block ending in relu); a block ends with
+            # its output, which what follows the run uses: so shift the copies as far
+            # right as the tokens after the run allow.
+            end = i + count * length
+            shift = 0
+            while (
+                shift < length - 1 and end + shift < n and tokens[end + shift] == tokens[i + shift]
+            ):
+                shift += 1
+            runs.append((i + shift, length, count))
+            i = end + shift
         else:
             i += 1
     return runs
