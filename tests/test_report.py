@@ -284,3 +284,20 @@ def test_unchanged_run_says_so(tmp_path):
     text = (tmp_path / "r.html").read_text()
     assert "No pass changed the module." in text and not _Page(text).changes
     assert np.isfinite(report.records[-1].seconds)
+
+
+def test_a_bisect_result_is_a_finding_with_the_culprits_change(tmp_path):
+    from irpass.debug.bisect import bisect
+    from irpass.debug.oracle import OutputsDiffer
+
+    mod = models.mlp()
+    pipeline = Sequential([get_pass("InferType"), nothing, sign_flip])
+    found = bisect(mod, pipeline, OutputsDiffer(mod))
+    report = ReportInstrument()
+    text = report.write(tmp_path / "b.html", findings=[found]).read_text()
+    page = _Page(text)
+    assert page.findings == ["PlantedSignFlip"]
+    assert "first bad pass: PlantedSignFlip" in text
+    assert page.changes == ["PlantedSignFlip"]
+    section = _section(text, "PlantedSignFlip")
+    assert "bisect: the first bad pass" in section and "negative(" in section
