@@ -30,9 +30,12 @@ def @main(%x: Tensor[(4,), float32]) {
 """
 
 BROKEN_PLUGIN = '''
-"""A pass that always raises."""
+"""A pass that always raises, and one that computes something else."""
+import numpy as np
+from irpass import op
+from irpass.ir import Function, const
 from irpass.plugins import hookimpl
-from irpass.transform import module_pass
+from irpass.transform import function_pass, module_pass
 
 
 @module_pass(opt_level=0, name="Explode")
@@ -41,9 +44,16 @@ def Explode(mod, ctx):
     raise RuntimeError("boom from Explode")
 
 
+@function_pass(opt_level=0, name="ScaleOutput")
+def ScaleOutput(func, mod, ctx):
+    """Doubles every function's result (deliberately wrong)."""
+    return Function(func.params, op.multiply(func.body, const(np.float32(2.0))), None,
+                    func.attrs)
+
+
 @hookimpl
 def irpass_register_passes():
-    return [Explode]
+    return [Explode, ScaleOutput]
 '''
 
 
@@ -400,3 +410,69 @@ def test_report_into_a_missing_folder_is_one_line(work):
     assert proc.returncode == 2
     assert proc.stderr.startswith(b"irpass: error: --report missing/run.html")
     assert not (work / "out.txt").exists()
+
+
+def test_report_of_optimize_and_bisect(work):
+    (work / "explode_plugin.py").write_text(BROKEN_PLUGIN)
+    proc = irpass_run(
+        work,
+        "optimize",
+        "small.txt",
+        "--pipeline",
+        "FuseOps",
+        "-o",
+        "out.txt",
+        "--report",
+        "run.html",
+    )
+    assert proc.returncode == 0, proc.stderr
+    page = (work / "run.html").read_text()
+    assert "small.txt" in page and "out.txt" in page and 'data-pass="FuseOps"' in page
+    proc = irpass_run(
+        work,
+        "--plugin",
+        "explode_plugin",
+        "bisect",
+        "small.txt",
+        "--pipeline",
+        "InferType,ScaleOutput",
+        "--report",
+        "bisect.html",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"first bad pass: ScaleOutput" in proc.stdout
+    assert "ScaleOutput" in (work / "bisect.html").read_text()
+    proc = irpass_run(work, "optimize", "small.txt", "-o", "out2.txt", "--report", "run.txt")
+    assert proc.returncode == 2 and b".html" in proc.stderr and proc.stderr.count(b"\n") == 1
+    assert not (work / "out2.txt").exists()
+
+
+def test_bisect_and_reduce_show_progress_on_a_terminal(work):
+    (work / "explode_plugin.py").write_text(BROKEN_PLUGIN)
+    wrong = ("--plugin", "explode_plugin")
+    code, terminal, out = irpass_on_terminal(
+        work, *wrong, "bisect", "small.txt", "--pipeline", "InferType,ScaleOutput"
+    )
+    assert code == 0
+    assert b"\rirpass: bisect: " in terminal.replace(b"\x1b[K", b"")
+    assert b"first bad pass: ScaleOutput" in out
+    code, terminal, out = irpass_on_terminal(
+        work,
+        *wrong,
+        "reduce",
+        "small.txt",
+        "--check",
+        "--pipeline",
+        "InferType,ScaleOutput",
+        "-o",
+        "reduced.txt",
+    )
+    assert code == 0
+    assert b"\rirpass: reduce: " in terminal.replace(b"\x1b[K", b"")
+    assert b"irpass reduce: small.txt: " in terminal
+    code, terminal, out = irpass_on_terminal(
+        work, *wrong, "reduce", "small.txt", "--check", "--pipeline", "InferType,ScaleOutput", "-q"
+    )
+    assert code == 0
+    assert terminal == b""
+    irpass.parse(out.decode())

@@ -223,7 +223,7 @@ class _Recorder(PassInstrument):
         if id(info) not in self._containers:
             self.ran.append(info.name)
             if self._progress is not None:
-                self._progress.step(f"pass {len(self.ran)}: {info.name}")
+                self._progress.step(f"pass {len(self.ran)}: {info.name}", frequent=True)
 
 
 def _container_infos(p: Pass) -> set[int]:
@@ -361,11 +361,18 @@ def _check_output_path(path: str, model: str | None) -> None:
 
 
 def _check_report_path(path: str) -> None:
+    """Fail before anything runs when ``--report``'s file could not be written."""
     if not Path(path).parent.is_dir():
         raise UsageError(
             f"--report {path}: no such directory to write the report into "
             f"({str(Path(path).parent)!r})"
         )
+    from ..instrument.report import check_report_path
+
+    try:
+        check_report_path(path)
+    except ValueError as exc:  # "report: 'x.txt' must end in .html ..."
+        raise UsageError(f"--{exc}") from None
 
 
 def _refuse_overwriting_the_input(model: str, output: str) -> None:
@@ -490,7 +497,7 @@ def optimize_model(
         except IRPassError as exc:
             raise ValueError(f"--check: cannot run the input model ({label}): {exc}") from exc
 
-    report = _report_instrument(args)
+    report = _report_instrument(args, pipeline)
     recorder = _Recorder(_container_infos(pipeline), progress)
     positions = Positions()
     config = dict(base.config)
@@ -610,15 +617,14 @@ def _write_result(
     summary.size_out = write_stdout_model(result, args.format)
 
 
-def _report_instrument(args: argparse.Namespace) -> list[PassInstrument]:
-    """``[ReportInstrument()]`` with ``--report``, else ``[]``."""
+def _report_instrument(args: argparse.Namespace, pipeline: Pass) -> list[PassInstrument]:
+    """``[ReportInstrument(...)]`` with ``--report``, else ``[]``."""
     if args.report is None:
         return []
-    try:
-        from ..instrument import ReportInstrument  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise UsageError(f"--report: this irpass has no report instrument ({exc})") from None
-    return [ReportInstrument()]
+    from ..instrument.report import ReportInstrument
+
+    # given the pipeline, the report lists the passes that were skipped too
+    return [ReportInstrument(pipeline=pipeline)]
 
 
 def _write_report(

@@ -88,13 +88,14 @@ class Progress:
             self._erase()
         self.enabled = False
 
-    def step(self, text: str) -> None:
-        """Start a new step: show ``text`` and time the step from now."""
+    def step(self, text: str, *, frequent: bool = False) -> None:
+        """Start a new step: show ``text`` and time the step from now. A ``frequent``
+        step (one of many quick ones, such as passes) is drawn at most 20 times a second."""
         if not self.enabled:
             return
         with self._lock:
             self._text, self._since = text, monotonic()
-            self._draw(force=False)
+            self._draw(force=not frequent)
 
     def update(self, text: str) -> None:
         """Change the text of the current step, keeping its clock."""
