@@ -289,7 +289,8 @@ def _attr_lines(call: Call) -> list[str]:
             lines.append("...")
             break
         try:
-            text = format_attr_value(value)
+            # a picture shows 1e-12, not the digits that read back exactly
+            text = _number(value) if isinstance(value, float) else format_attr_value(value)
         except TypeError:
             text = repr(value)
         line = f"{key}={text}"
@@ -513,7 +514,8 @@ class _Builder:
                 if n.op in inline_fn:
                     for p, a in zip(n.op.params, n.args, strict=False):
                         if a in inline_const:
-                            box_of[p].lines.append("= const " + _short_constant(a.data, self.elide))
+                            # the constant's line says the param's type too
+                            box_of[p].lines = ["= const " + _short_constant(a.data, self.elide)]
                 elif n in box_of:
                     for i, a in enumerate(n.args):
                         if a in inline_const:
