@@ -521,6 +521,7 @@ def optimize_model(
     # stdout is for the result: whatever passes print while running goes to stderr
     with ctx, contextlib.redirect_stdout(sys.stderr):
         try:
+            progress.step("running the pipeline")
             start = perf_counter()
             try:
                 result = pipeline(mod)
@@ -544,6 +545,7 @@ def optimize_model(
         summary.check = _check_result(args, label, expected, result, inputs)
         summary.time["check"] = perf_counter() - check_start
 
+    progress.step("counting op calls")
     summary.before, summary.after = count_ops(mod), count_ops(result)
     save_start = perf_counter()
     _write_result(args, result, summary, progress, io_ctx)
