@@ -964,6 +964,28 @@ def test_count_ops_counts_calls_inside_fused_functions():
     assert dict(counts.ops) == {"add": 1, "nn.relu": 1, "negative": 1}
 
 
+def test_count_ops_walks_any_depth():
+    x = irpass.var("x", shape=(2,))
+    body = x
+    for _ in range(100_000):  # far deeper than Python's recursion limit
+        body = irpass.op.negative(body)
+    assert count_ops(irpass.IRModule.from_expr(body)).calls == 100_000
+
+
+def test_optimize_file_returns_a_record_instead_of_raising(cli_env):
+    from irpass.cli.batch import optimize_file
+
+    irpass.save(models.mlp(), cli_env / "mlp.txt")
+    rec = optimize_file("mlp.txt", "out.txt", ["--pipeline", "FuseOps"])
+    assert rec["status"] == "ok" and rec["output"] == "out.txt"
+    assert rec["fused"]["after"]["functions"] > 0
+    assert "Primitive=1" in irpass.load(cli_env / "out.txt").astext()
+    (cli_env / "bad.txt").write_text("def @main(")
+    rec = optimize_file("bad.txt", "bad_out.txt")
+    assert rec["status"] == "failed" and rec["exit"] == 2 and "bad.txt:1:" in rec["error"]
+    assert not (cli_env / "bad_out.txt").exists()
+
+
 # -- as a program -----------------------------------------------------------------------
 
 
