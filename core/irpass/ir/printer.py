@@ -85,14 +85,14 @@ from typing import Any
 
 import numpy as np
 
-from .attrs import EMPTY_ATTRS
+from .attrs import EMPTY_ATTRS, Attrs
 from .expr import Expr
 from .gcpause import gc_paused
 from .literals import format_attr_value, format_elements, format_scalar, quote, same_attr_value
 from .module import IRModule
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import REQUIRED, Op
-from .types import shape_text, type_text
+from .types import Type, shape_text, type_text
 
 __all__ = ["print_expr", "print_module", "type_text", "VERSION", "INLINE_CONST_MAX"]
 
@@ -373,6 +373,12 @@ class _Printer:
         self.plain: dict[str, bool] = {}
         self.defaults: dict[Op, dict[str, Any]] = {}
         self.meta: list[np.ndarray] = []
+        # A module repeats a few types and attribute lists many times (every
+        # param of every fused function has a type): each is formatted once.
+        # Types are keyed by value (immutable, compared exactly); attrs by
+        # identity, the entry holding them so the id stays theirs.
+        self.type_texts: dict[Type, str] = {}
+        self.attr_texts: dict[int, tuple[Attrs, Op, str]] = {}
 
     # -- top level --------------------------------------------------------------------
     def emit_function(self, gv: GlobalVar, func: Function, out: list[str]) -> None:
@@ -422,14 +428,14 @@ class _Printer:
                 if ty is None:
                     append(f"{ind}{name} = {call(s)};")
                 else:
-                    append(f"{ind}{name} = {call(s)} /* ty={type_text(ty)} */;")
+                    append(f"{ind}{name} = {call(s)} /* ty={self._type_text(ty)} */;")
             elif t is tuple:
                 let = s[0]
                 v = let.var
                 ann = v.type_annotation
                 head = f"{ind}let {get(v) or self._ref(v)}"
                 if ann is not None:
-                    head += f": {type_text(ann)}"
+                    head += f": {self._type_text(ann)}"
                 value = let.value
                 if where(value, 0) & 3:
                     if type(value) is Call and value._checked_type is None:
@@ -456,7 +462,7 @@ class _Printer:
         get = self.names.get
         ref = self._ref
         ty = node._checked_type
-        note = f" /* ty={type_text(ty)} */" if ty is not None else ""
+        note = f" /* ty={self._type_text(ty)} */" if ty is not None else ""
         if t is Call:
             out.append(f"{prefix}{self._call(node)}{note}{suffix}")
         elif t is TupleGetItem:
@@ -488,39 +494,60 @@ class _Printer:
             out.append(f"{prefix}{get(node) or ref(node)}{suffix}")
 
     # -- pieces ---------------------------------------------------------------------------
+    def _type_text(self, ty: Type) -> str:
+        text = self.type_texts.get(ty)
+        if text is None:
+            text = self.type_texts[ty] = type_text(ty)
+        return text
+
     def _signature(self, func: Function) -> str:
         parts = []
+        get = self.names.get
+        type_texts = self.type_texts
         for p in func.params:
-            text = self.names.get(p) or self._ref(p)
-            if p.type_annotation is not None:
-                text += f": {type_text(p.type_annotation)}"
+            text = get(p) or self._ref(p)
+            ty = p.type_annotation
+            if ty is not None:
+                text += f": {type_texts.get(ty) or self._type_text(ty)}"
             parts.append(text)
         for key, value in func.attrs.items():
             parts.append(f"{_key_text(key)}={format_attr_value(value)}")
         text = f"({', '.join(parts)})"
         if func.ret_type is not None:
-            text += f" -> {type_text(func.ret_type)}"
+            text += f" -> {self._type_text(func.ret_type)}"
         return text
 
     def _call(self, call: Call) -> str:
         get = self.names.get
         ref = self._ref
         op = call.op
-        parts = [get(a) or ref(a) for a in call.args]
-        if type(op) is Op:
-            head = op.name
-            attrs = call.attrs
-            if attrs is not EMPTY_ATTRS and attrs:
-                defaults = self.defaults.get(op)
-                if defaults is None:
-                    defaults = self.defaults[op] = {f.name: f.default for f in op.attr_fields}
-                for key, value in attrs.items():
-                    default = defaults.get(key, REQUIRED)
-                    if default is REQUIRED or not same_attr_value(value, default):
-                        parts.append(f"{_key_text(key)}={format_attr_value(value)}")
+        args = ", ".join([get(a) or ref(a) for a in call.args])
+        if type(op) is not Op:
+            return f"{get(op) or ref(op)}({args})"
+        attrs = call.attrs
+        if attrs is EMPTY_ATTRS or not attrs:
+            return f"{op.name}({args})"
+        hit = self.attr_texts.get(id(attrs))
+        if hit is not None and hit[1] is op:
+            text = hit[2]
         else:
-            head = get(op) or ref(op)
-        return f"{head}({', '.join(parts)})"
+            text = self._attrs_text(op, attrs)
+            self.attr_texts[id(attrs)] = (attrs, op, text)
+        if not text:
+            return f"{op.name}({args})"
+        return f"{op.name}({args}, {text})" if args else f"{op.name}({text})"
+
+    def _attrs_text(self, op: Op, attrs: Attrs) -> str:
+        """``key=value, ...`` for the attributes that differ from ``op``'s defaults."""
+        defaults = self.defaults.get(op)
+        if defaults is None:
+            defaults = self.defaults[op] = {f.name: f.default for f in op.attr_fields}
+        parts = []
+        for key, value in attrs.items():
+            default = defaults.get(key, REQUIRED)
+            if default is REQUIRED or not same_attr_value(value, default):
+                parts.append(f"{_key_text(key)}={format_attr_value(value)}")
+        return ", ".join(parts)
 
     def _ref(self, node: Expr) -> str:
         """How a var, constant, global or op is written where it is used (and remember it)."""
