@@ -301,3 +301,18 @@ def test_a_bisect_result_is_a_finding_with_the_culprits_change(tmp_path):
     assert page.changes == ["PlantedSignFlip"]
     section = _section(text, "PlantedSignFlip")
     assert "bisect: the first bad pass" in section and "negative(" in section
+
+
+@pytest.mark.slow
+def test_a_million_node_chain_is_reported_without_recursion(tmp_path):
+    x = var("x", shape=(2,))
+    y = x
+    for _ in range(1_000_000):
+        y = op.negative(y)
+    mod = IRModule.from_expr(Function([x], op.exp(y)))
+    report = ReportInstrument(tmp_path / "chain.html")  # pictures: the region walk too
+    with PassContext(instruments=[report]):
+        Sequential([exp_to_tanh])(mod)
+    text = (tmp_path / "chain.html").read_text()
+    assert _Page(text).changes == ["ExpToTanh"]
+    assert re.search(r'class="add">\+.*tanh\(', _section(text, "ExpToTanh"))

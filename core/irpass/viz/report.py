@@ -52,6 +52,7 @@ MAX_FUNCTIONS = 2
 
 _DATAFLOW = (Call, Tuple, TupleGetItem, Let, If)
 _LEAVES = (Var, Constant, GlobalVar)
+_DONE = object()
 #: Rebuilt nodes are lined up (a sequence match, quadratic at worst: 0.4 s for 2,500 nodes a
 #: side of one repeated token) only up to this many new nodes on both sides together;
 #: above it every new node counts as changed.
@@ -90,18 +91,21 @@ def _dataflow_nodes(func: Function) -> list[Expr]:
     functions (a fused function is drawn whole, inside the call that uses it)."""
     order: list[Expr] = []
     seen: set[Expr] = set()
-    stack: list[tuple[Expr, bool]] = [(func.body, False)]
+    # a node is pushed under a marker: popping the marker means its children are done
+    stack: list[Any] = [func.body]
+    push, pop = stack.append, stack.pop
     while stack:
-        node, ready = stack.pop()
-        if ready:
-            order.append(node)
+        node = pop()
+        if node is _DONE:
+            order.append(pop())
             continue
         if node in seen:
             continue
         seen.add(node)
-        stack.append((node, True))
+        push(node)
+        push(_DONE)
         if type(node) is not Function:
-            stack.extend((c, False) for c in reversed(node.children()))
+            stack.extend(reversed(node.children()))
     return order
 
 
