@@ -191,11 +191,10 @@ def render_table(rows: list[dict[str, Any]], workers: int) -> str:
             )
         )
     failed = sum(r["status"] != "ok" for r in rows)
-    table = format_table(
-        ("model", "status", "load", "passes", "save", "total", "op calls", "size", "error"),
-        body,
-        align="<<>>>>><<",
-    )
+    headers = ("model", "status", "load", "passes", "save", "total", "op calls", "size", "error")
+    if not failed:  # no empty column
+        headers, body = headers[:-1], [row[:-1] for row in body]
+    table = format_table(headers, body, align="<<>>>>><<"[: len(headers)])
     ok = len(rows) - failed
     tail = f"{ok} of {len(rows)} written" + (f", {failed} failed" if failed else "")
     return f"irpass optimize: {len(rows)} models, {workers} at a time\n{table}{tail}\n"

@@ -404,7 +404,10 @@ def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
 
 
 def _onnx_nodes(path: str) -> int | None:
-    """The node count of the main graph of the ONNX file at ``path`` (None without onnx)."""
+    """The node count of the main graph of the ONNX file at ``path``; None for another
+    format, or without the ``onnx`` package."""
+    if format_for(path, for_="save").name != "onnx":
+        return None
     try:
         import onnx
     except ImportError:
@@ -550,6 +553,8 @@ def optimize_model(
     save_start = perf_counter()
     _write_result(args, result, summary, progress, io_ctx)
     summary.time["save"] = perf_counter() - save_start
+    if summary.output not in (None, STDIO):  # reads the file back: not part of save's time
+        summary.onnx_nodes = _onnx_nodes(summary.output)
     summary.time["total"] = perf_counter() - started
     _write_report(report, args, summary, [])
     return summary
@@ -590,8 +595,6 @@ def _write_result(
             save(result, out)
         summary.output = out
         summary.size_out = file_size(model_files(out, for_="save"))
-        if format_for(out, for_="save").name == "onnx":
-            summary.onnx_nodes = _onnx_nodes(out)
         return
     if out is None and args.json:
         summary.note = "result not written (--json prints on standard output): give -o FILE"
