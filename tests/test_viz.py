@@ -243,3 +243,16 @@ def test_render_without_dot_says_how_to_get_it(monkeypatch, tmp_path) -> None:
     assert issubclass(viz.GraphvizNotFound, irpass.errors.IRPassError)
     with pytest.raises(ValueError, match="fmt"):
         viz.render("digraph {}", "pdf")
+
+
+def test_a_let_bound_constant_used_once_is_a_line_of_its_user() -> None:
+    mod = irpass.parse(
+        """def @main(%x: Tensor[(3,), float32]) {
+  let %c = const(float32, (3,), [1.0, 2.0, 3.0]);
+  let %y = add(%x, %c);
+  multiply(%y, %y)
+}"""
+    )
+    dot = viz.to_dot(mod)
+    assert re.search(r"<b>add</b><br/><font [^>]*>1: float32 \(3,\) \[1, 2, 3\]", dot)
+    assert "label=<const" not in dot  # no box of its own

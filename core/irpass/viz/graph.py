@@ -450,12 +450,17 @@ class _Builder:
                 for ch in _children(n):
                     use(ch, s)
         for c, names in let_names.items():
-            shown = ", ".join("%" + v for v in names[:4])
-            self.graph.clusters[c].label = f"let {shown}" + (" ..." if len(names) > 4 else "")
+            distinct = list(dict.fromkeys(names))  # ANF names every binding %t, say
+            label = "let " + ", ".join("%" + v for v in distinct[:4])
+            label += " ..." if len(distinct) > 4 else ""
+            if len(names) > 4 or len(distinct) < len(names):
+                label += f" ({len(names)} bindings)"
+            self.graph.clusters[c].label = label
 
         # -- boxes ----------------------------------------------------------------------
         box_of: dict[Expr, Box] = {}
-        inline_const: dict[Constant, Expr] = {}  # constant -> the box (call or param) showing it
+        # a constant shown inside its user's box, by the expression the user has for it
+        inline_const: dict[Expr, Constant] = {}
         consumer: dict[Expr, Expr] = {}
         for n in order:
             for c in _children(n):
@@ -474,9 +479,15 @@ class _Builder:
                     [type_label(n.type_annotation)] if n.type_annotation is not None else [],
                 )
             elif t is Constant:
+                # the constant as its user sees it: itself, or the var a let binds it to
+                # (A-normal form binds every constant)
+                seen_as: Expr = n
                 user = consumer.get(n)
-                if uses[n] == 1 and n is not root and self._shows_constants(user, inline_fn):
-                    inline_const[n] = user
+                if type(user) is Let and user.value is n and user.var in uses:
+                    seen_as = user.var
+                    user = consumer.get(seen_as)
+                if uses[seen_as] == 1 and n is not root and self._shows_constants(user, inline_fn):
+                    inline_const[seen_as] = n
                     continue
                 box = self._box("const", "const", constant_text(n.data, self.elide))
             elif t is GlobalVar:
@@ -515,11 +526,13 @@ class _Builder:
                     for p, a in zip(n.op.params, n.args, strict=False):
                         if a in inline_const:
                             # the constant's line says the param's type too
-                            box_of[p].lines = ["= const " + _short_constant(a.data, self.elide)]
+                            text = _short_constant(inline_const[a].data, self.elide)
+                            box_of[p].lines = ["= const " + text]
                 elif n in box_of:
                     for i, a in enumerate(n.args):
                         if a in inline_const:
-                            box_of[n].lines.append(f"{i}: " + _short_constant(a.data, self.elide))
+                            text = _short_constant(inline_const[a].data, self.elide)
+                            box_of[n].lines.append(f"{i}: {text}")
         for fn, c in fn_cluster.items():
             cl = self.graph.clusters[c]
             if cl.kind == "primitive" and fn is not root:
