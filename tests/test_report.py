@@ -105,6 +105,7 @@ def test_one_section_per_pass_that_changed_the_module_with_its_diff(tmp_path):
     assert "unchanged" in rows["Nothing"]
     assert "skipped: opt_level 4 > 3" in rows["TooHigh"]
     assert "skipped: disabled (disabled_pass)" in rows["Off"]
+    assert "not given the pipeline" not in path.read_text()
     # the order of the pipeline, the skipped passes in place
     assert [r[1] for r in page.rows[1:]] == [
         "pipe",
@@ -194,6 +195,7 @@ def test_write_renders_the_summary_and_findings_it_is_given(tmp_path):
             "nodes": {"before": 9, "after": 7},
             "size": {"input": 3 << 20, "output": 2048},
             "ops": {"before": {"exp": 2, "add": 1}, "after": {"tanh": 2, "add": 1}},
+            "check": "ok, 1 output(s) match",
         },
         findings=["first bad pass: ExpToTanh"],
     )
@@ -208,6 +210,8 @@ def test_write_renders_the_summary_and_findings_it_is_given(tmp_path):
         "3.0 MB &rarr; 2.0 kB",
         "first bad pass: ExpToTanh",
         "<code>tanh</code>",
+        "ok, 1 output(s) match",
+        "not given the pipeline",
     ):
         assert piece in text, piece
     assert _Page(text).changes == ["ExpToTanh"]

@@ -246,7 +246,8 @@ class ReportInstrument(PassInstrument):
 
         ``summary`` adds what the instrument cannot know (all keys optional): ``model``,
         ``output``, ``pipeline`` (its text), ``time`` (``load``, ``passes``, ``save``,
-        ``total`` in seconds), ``nodes`` (``before``, ``after``), ``ops`` (``before``,
+        ``total`` in seconds), ``nodes`` (op calls, as the CLI counts them: ``before``,
+        ``after``), ``check`` (a line saying how ``--check`` went), ``ops`` (``before``,
         ``after``: ``{op: calls}``), ``size`` (``input``, ``output`` in bytes). What it
         leaves out the report fills from the run (pass time, node counts) or omits.
         ``findings`` adds a ``CheckEachError``, a ``BisectResult`` or lines of text.
@@ -271,14 +272,15 @@ class ReportInstrument(PassInstrument):
             if not any(finding is f for f in known):
                 known.append(finding)
                 self._add_culprit(finding)
-        records = _with_skipped(run, self._pipeline_pass(summary.get("pipeline")))
+        pipeline = self._pipeline_pass(summary.get("pipeline"))
+        records = _with_skipped(run, pipeline)
         passes = sum(r.seconds or 0.0 for r in run.records if r.depth == 0)
         time = dict(summary.get("time") or {})
         time.setdefault("passes", passes)
         summary["time"] = time
-        if run.first is not None and "calls" not in summary:
+        if run.first is not None and "nodes" not in summary:
             last = run.last if run.last is not None else run.first
-            summary["calls"] = {"before": self._calls(run.first), "after": self._calls(last)}
+            summary["nodes"] = {"before": self._calls(run.first), "after": self._calls(last)}
         if "pipeline" not in summary and isinstance(self.pipeline, str):
             summary["pipeline"] = self.pipeline
         if run.ctx is not None:
@@ -291,6 +293,7 @@ class ReportInstrument(PassInstrument):
             pictures=self.pictures,
             elide_constants=self.elide_constants,
             max_nodes=self.max_nodes,
+            skips_known=pipeline is not None,
         )
         html = render_report(data)
         with atomic_path(target) as tmp:

@@ -47,6 +47,8 @@ __all__ = ["Region", "ReportData", "changed_region", "changed_regions", "render_
 #: Diff lines shown per pass; the rest is left out with a note (a pass that rewrites
 #: all of BERT would otherwise put megabytes of diff in the page).
 MAX_DIFF_LINES = 4000
+#: Diffs of at most this many changed lines start unfolded.
+OPEN_DIFF_LINES = 400
 #: Functions drawn per pass (the first ones that changed).
 MAX_FUNCTIONS = 2
 
@@ -70,6 +72,7 @@ class ReportData:
     pictures: bool = True
     elide_constants: int = 16
     max_nodes: int = 40
+    skips_known: bool = True  # the pipeline was known: the passes it skipped are listed
 
 
 @dataclass
@@ -377,14 +380,15 @@ def _summary_section(data: ReportData, pictures: _Pictures) -> str:
     if isinstance(time, Mapping):
         shown = [
             f"{k} {_seconds(time[k])}"
-            for k in ("load", "passes", "save", "total")
+            for k in ("load", "passes", "check", "save", "total")
             if time.get(k) is not None
         ]
         if shown:
             rows.append(("Time", ", ".join(shown)))
-    for key, label in (("calls", "Op calls"), ("nodes", "Nodes")):
-        if s.get(key) is not None:
-            rows.append((label, _before_after(s[key])))
+    if s.get("nodes") is not None:
+        rows.append(("Op calls", _before_after(s["nodes"])))
+    if s.get("check") is not None:
+        rows.append(("Check", _e(s["check"])))
     size = s.get("size")
     if isinstance(size, Mapping):
         rows.append(("Size", f"{_bytes(size.get('input'))} &rarr; {_bytes(size.get('output'))}"))
@@ -496,7 +500,13 @@ def _timeline_section(data: ReportData) -> str:
             f'<tr><td class="n">{i + 1}</td><td>{name}</td><td class="n">{time}</td>'
             f'<td>{bar}</td><td class="n">{delta}</td><td>{result}</td></tr>'
         )
-    out.append("</table></section>")
+    out.append("</table>")
+    if not data.skips_known:
+        out.append(
+            '<p class="note">Passes a Sequential skipped (opt level, disabled_pass) are not '
+            "listed: the report was not given the pipeline.</p>"
+        )
+    out.append("</section>")
     return "\n".join(out)
 
 
@@ -543,7 +553,9 @@ def _change_section(i: int, change: PassChange, data: ReportData, pictures: _Pic
         f'<p class="note">{" &middot; ".join(facts)}'
         + (f" &middot; <b>{_e(change.note)}</b>" if change.note else "")
         + "</p>",
-        f'<details open><summary>Diff</summary><pre class="diff">{diff}</pre></details>',
+        # long diffs start folded: the page opens on the timeline, not on one diff
+        f"<details{' open' if added + removed <= OPEN_DIFF_LINES else ''}><summary>Diff"
+        f'</summary><pre class="diff">{diff}</pre></details>',
     ]
     out.append(_pictures_html(change, data, pictures))
     out.append("</section>")
