@@ -260,6 +260,7 @@ def test_shipped_plugins_come_from_the_irpass_distribution_with_their_contributi
             "print-changed",
             "verify-each",
             "check-each",
+            "report",
         )
     }
     assert get_pass_entry("InferType").owner == "std"

@@ -8,11 +8,16 @@ arguments or raises is listed with what is known about it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
 import json
+import re
 import sys
+import textwrap
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..plugins import get_plugin_manager
@@ -21,19 +26,24 @@ from ..transform import (
     ModulePass,
     Pass,
     Sequential,
+    close_pass_names,
     get_pass,
     get_pass_entry,
+    list_config_options,
     list_passes,
     list_rule_sets,
-    pipeline_plan,
     registry,
 )
 from .common import validate
+from .doctext import first_paragraph, markdown_code_blocks, markdown_to_text, rst_to_text
+from .errors import UsageError
+from .pipeline_view import PipelineEntry, flatten, option_value, pipeline_entries, pipeline_string
 
 if TYPE_CHECKING:
     from ..plugins import PluginRecord
     from ..settings import Settings
     from ..transform import PassEntry
+    from ..transform.config import ConfigOption
 
 __all__ = [
     "format_table",
@@ -140,8 +150,9 @@ def _generic_docs() -> set[str | None]:
     return {c.__doc__ for c in (Pass, ModulePass, FunctionPass, Sequential)} | {None, ""}
 
 
-def _pass_doc(entry: PassEntry, made: Pass | None) -> str:
-    """The first line of the factory's docstring, else the pass function's or class's."""
+def _pass_docstring(entry: PassEntry, made: Pass | None) -> str:
+    """The factory's docstring, else the pass function's or class's ("" if none says
+    more than the core's pass classes)."""
     generic = _generic_docs()
     candidates = [getattr(entry.factory, "__doc__", None)]
     if made is not None:
@@ -151,37 +162,292 @@ def _pass_doc(entry: PassEntry, made: Pass | None) -> str:
         ]
     for doc in candidates:
         if doc not in generic:
-            return _first_line(doc)
-    return "-"
+            return doc or ""
+    return ""
 
 
-def _describe_pass(entry: PassEntry) -> tuple[str, str, str]:
-    """``(opt_level, required, description)`` of a registered pass, whatever its factory does."""
+@dataclass
+class PassDoc:
+    """What ``irpass passes`` knows about one registered pass (the ``--json`` objects)."""
+
+    name: str
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+    kind: str | None = None  # "FunctionPass", "ModulePass", "Sequential"...
+    opt_level: int | None = None
+    required: list[str] = field(default_factory=list)
+    factory: str = ""  # "module.qualname(signature)"
+    options: list[dict[str, Any]] = field(default_factory=list)
+    config: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    description: str = ""
+    example: str | None = None
+    docs_page: str | None = None
+    error: str | None = None  # why the pass cannot be made without arguments
+
+
+def describe_pass(entry: PassEntry, *, whole: bool = False) -> PassDoc:
+    """The :class:`PassDoc` of ``entry``, whatever its factory does; with ``whole``, also
+    its documentation page, example, config keys and distribution."""
+    doc = PassDoc(name=entry.name, plugin=entry.owner)
+    made: Pass | None = None
     try:
         made = get_pass(entry.name)
     except TypeError:
-        try:
-            signature = str(inspect.signature(entry.factory))
-        except (TypeError, ValueError):
-            signature = "(...)"
-        doc = _pass_doc(entry, None)
-        needs = f"needs arguments: {entry.name}{signature}"
-        return "-", "-", needs if doc == "-" else f"{doc} [{needs}]"
-    except Exception as exc:  # a broken factory is listed, not fatal
-        return "?", "-", _first_line(f"cannot be created: {type(exc).__name__}: {exc}")
-    info = made.info
-    return str(info.opt_level), ", ".join(info.required) or "-", _pass_doc(entry, made)
+        doc.error = "needs arguments"
+    except Exception as exc:  # a broken factory is described, not fatal
+        doc.error = f"cannot be created: {type(exc).__name__}: {exc}"
+    if made is not None:
+        doc.kind = _kind(made)
+        doc.opt_level = made.info.opt_level
+        doc.required = list(made.info.required)
+    doc.options, signature = _factory_options(entry)
+    doc.factory = f"{entry.origin}{signature}"
+    doc.description = rst_to_text(_pass_docstring(entry, made))
+    doc.summary = first_paragraph(doc.description).split(". ")[0].rstrip(".")
+    if not whole:
+        return doc
+    doc.distribution, doc.version = _distribution(entry.owner)
+    page = _docs_page(entry)
+    if page is not None:
+        doc.docs_page = str(page)
+        text = page.read_text(encoding="utf-8")
+        blocks = markdown_code_blocks(text)
+        doc.example = blocks[0] if blocks else None
+        prose = markdown_to_text(_drop_title(text, entry.name))
+        doc.description = "\n\n".join(p for p in (doc.description, prose) if p)
+    if doc.example is None:
+        doc.example = _docstring_example(_pass_docstring(entry, made))
+    doc.config = _config_keys(entry.name, page.read_text(encoding="utf-8") if page else "")
+    return doc
+
+
+def _kind(made: Pass) -> str:
+    for cls in (Sequential, FunctionPass, ModulePass):
+        if isinstance(made, cls):
+            return {"Sequential": "sequential", "FunctionPass": "function pass"}.get(
+                cls.__name__, "module pass"
+            )
+    return type(made).__name__
+
+
+def _factory_options(entry: PassEntry) -> tuple[list[dict[str, Any]], str]:
+    """The factory's parameters as ``{"name", "type", "default", "required"}`` (the options a
+    pipeline string gives it: ``FuseOps{fuse_opt_level=2}``), and its signature text."""
+    try:
+        signature = inspect.signature(entry.factory)
+    except (TypeError, ValueError):
+        return [], "(...)"
+    options = []
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = param.annotation
+        if annotation is param.empty:
+            type_text = None
+        elif isinstance(annotation, str):
+            type_text = annotation
+        else:
+            type_text = getattr(annotation, "__name__", None) or str(annotation)
+        required = param.default is param.empty
+        options.append(
+            {
+                "name": param.name,
+                "type": type_text,
+                "default": None if required else _jsonable(param.default),
+                "required": required,
+            }
+        )
+    text = str(signature.replace(return_annotation=inspect.Signature.empty))
+    return options, text
+
+
+def _distribution(plugin: str) -> tuple[str | None, str | None]:
+    """The distribution (name, version) that installed ``plugin``, from its record."""
+    try:
+        record = get_plugin_manager().record(plugin)
+    except KeyError:
+        return None, None
+    return record.dist, record.version
+
+
+def _docs_page(entry: PassEntry) -> Path | None:
+    """``docs/<Pass>.md`` in the package of the module that defines the pass's factory
+    (e.g. ``irpass_std/docs/FoldConstant.md``): where a pack keeps a pass's page."""
+    top = entry.origin.split(".", 1)[0]
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        page = Path(location) / "docs" / f"{entry.name}.md"
+        if page.is_file():
+            return page
+    return None
+
+
+def _drop_title(page: str, name: str) -> str:
+    """A pass page without its heading (the pass's name) and the one-line emphasized
+    summary under it (kind, opt level, requirements: shown as fields already)."""
+    lines = page.splitlines()
+    if lines and lines[0].lstrip("#").strip() == name:
+        lines = lines[1:]
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    if lines and re.fullmatch(r"\*[^*].*\*|_[^_].*_", lines[0].strip()):
+        lines = lines[1:]
+    return "\n".join(lines)
+
+
+def _docstring_example(docstring: str) -> str | None:
+    """A docstring's example: the literal block after a line ending in ``::``, or its
+    ``>>>`` lines."""
+    lines = inspect.cleandoc(docstring or "").splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("::") and not line.lstrip().startswith(".."):
+            base = len(line) - len(line.lstrip())
+            block = []
+            for body in lines[i + 1 :]:
+                if body.strip() and len(body) - len(body.lstrip()) <= base:
+                    break
+                block.append(body)
+            text = inspect.cleandoc("\n".join(block))
+            if text:
+                return text
+    doctest = [line.strip() for line in lines if line.strip().startswith((">>>", "..."))]
+    return "\n".join(doctest) or None
+
+
+def _config_keys(name: str, page: str) -> list[dict[str, Any]]:
+    """The registered config options of pass ``name``: keys with the pass's name as a
+    component (``std.FoldConstant.max_elements``), and those its page names."""
+    found = []
+    for key, option in list_config_options().items():
+        if name in key.split(".") or re.search(rf"`{re.escape(key)}`|\b{re.escape(key)}\b", page):
+            found.append(_option_json(option))
+    return found
+
+
+def _option_json(option: ConfigOption) -> dict[str, Any]:
+    return {
+        "key": option.key,
+        "type": _type_text(option.value_type),
+        "default": _jsonable(option.default),
+        "owner": option.owner,
+        "description": rst_to_text(option.description),
+    }
+
+
+def _type_text(value_type: type | tuple[type, ...]) -> str:
+    types = value_type if isinstance(value_type, tuple) else (value_type,)
+    return " or ".join(t.__name__ for t in types)
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON can hold it: tuples and sets become lists, mappings objects,
+    anything else not a JSON scalar its ``repr``."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (set, frozenset)):
+        return [_jsonable(v) for v in sorted(value, key=str)]
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return repr(value)
+
+
+def _print_json(value: Any) -> None:
+    _out(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _list_row(doc: PassDoc) -> tuple[str, str, str, str, str]:
+    if doc.error == "needs arguments":
+        needs = f"needs arguments: {doc.name}{doc.factory[doc.factory.index('(') :]}"
+        text = f"{doc.summary} [{needs}]" if doc.summary else needs
+        return doc.name, "-", "-", doc.plugin, text
+    if doc.error is not None:
+        return doc.name, "?", "-", doc.plugin, _first_line(doc.error)
+    required = ", ".join(doc.required) or "-"
+    return doc.name, str(doc.opt_level), required, doc.plugin, _first_line(doc.summary) or "-"
 
 
 def run_passes(args: argparse.Namespace, settings: Settings) -> int:
-    """``irpass passes``: name, opt_level, required, plugin and description of every pass."""
-    rows = []
-    for name in list_passes():
-        entry = get_pass_entry(name)
-        opt_level, required, doc = _describe_pass(entry)
-        rows.append((name, opt_level, required, entry.owner, doc))
+    """``irpass passes``: name, opt_level, required, plugin and description of every pass;
+    ``irpass passes NAME``: the whole documentation of one."""
+    name = getattr(args, "name", None)
+    as_json = getattr(args, "json", False)
+    if name is not None:
+        try:
+            entry = get_pass_entry(name)
+        except KeyError:
+            close = close_pass_names(name)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UsageError(f"no pass named {name!r}{hint} ('irpass passes' lists them)") from None
+        doc = describe_pass(entry, whole=True)
+        if as_json:
+            _print_json(asdict(doc))
+        else:
+            _out(format_pass_doc(doc))
+        return 0
+    docs = [describe_pass(get_pass_entry(n)) for n in list_passes()]
+    if as_json:
+        _print_json([asdict(d) for d in docs])
+        return 0
+    rows = [_list_row(d) for d in docs]
     _out(format_table(("pass", "opt_level", "required", "plugin", "description"), rows))
     return 0
+
+
+def format_pass_doc(doc: PassDoc) -> str:
+    """The text of ``irpass passes NAME``."""
+    origin = f"{doc.distribution} {doc.version or ''}".strip() if doc.distribution else "-"
+    fields = [
+        ("plugin", f"{doc.plugin} (distribution {origin})"),
+        ("kind", doc.kind or "-"),
+        ("opt_level", "-" if doc.opt_level is None else str(doc.opt_level)),
+        ("required", ", ".join(doc.required) or "-"),
+        ("factory", doc.factory),
+    ]
+    if doc.error is not None:
+        fields.append(("note", doc.error))
+    if doc.docs_page:
+        fields.append(("docs", doc.docs_page))
+    width = max(len(k) for k, _ in fields) + 1
+    out = [doc.name, ""] + [f"  {k + ':':<{width}} {v}" for k, v in fields]
+    out += ["", "Options (pipeline string: " + _options_example(doc) + "):"]
+    if doc.options:
+        for o in doc.options:
+            default = "required" if o["required"] else f"default {option_value(o['default'])}"
+            out.append(f"  {o['name']}: {o['type'] or 'any'}, {default}")
+    else:
+        out.append("  none")
+    out += ["", "Config keys (PassContext config, [config] in irpass.toml):"]
+    if doc.config:
+        for c in doc.config:
+            default = "unset" if c["default"] is None else option_value(c["default"])
+            out.append(f"  {c['key']}: {c['type']}, default {default} ({c['owner']})")
+            out.extend(_wrap(first_paragraph(c["description"]), "      "))
+    else:
+        out.append("  none")
+    if doc.description:
+        out += ["", "Description:", *_indent(doc.description, "  ")]
+    if doc.example:
+        out += ["", "Example:", *_indent(doc.example, "    ")]
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def _options_example(doc: PassDoc) -> str:
+    if not doc.options:
+        return doc.name
+    first = doc.options[0]
+    value = first["default"] if not first["required"] else "..."
+    return f"{doc.name}{{{first['name']}={option_value(value)}}}"
+
+
+def _wrap(text: str, prefix: str) -> list[str]:
+    return textwrap.wrap(text, width=88, initial_indent=prefix, subsequent_indent=prefix)
 
 
 def run_rewrites(args: argparse.Namespace, settings: Settings) -> int:
@@ -228,6 +494,10 @@ def run_plugins(args: argparse.Namespace, settings: Settings) -> int:
     pass of a broken plugin still shows the plugin and why it broke.
     """
     records = get_plugin_manager().records()
+    if getattr(args, "json", False):
+        _print_json([_plugin_json(r) for r in records])
+        validate(settings)
+        return 0
     rows = [
         (
             r.name,
@@ -254,12 +524,20 @@ def run_plugins(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _plugin_json(record: PluginRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "status": record.status,
+        "source": record.source,
+        "distribution": record.dist,
+        "version": record.version,
+        "module": record.module,
+        "reason": record.reason or None,
+        "contributions": [{"kind": c.kind, "name": c.name} for c in record.contributions],
+    }
+
+
 # -- pipeline -----------------------------------------------------------------------------
-
-
-def _owner(name: str) -> str:
-    entry = registry._PASSES.get(name)
-    return entry.owner if entry is not None else "-"
 
 
 def pipeline_tree(root: Pass) -> list[tuple[str, str, str, str]]:
@@ -272,7 +550,8 @@ def pipeline_tree(root: Pass) -> list[tuple[str, str, str, str]]:
         info = p.info
         is_seq = isinstance(p, Sequential)
         label = "  " * depth + info.name + (" (Sequential)" if is_seq else "")
-        owner = "-" if is_seq else _owner(info.name)
+        entry = None if is_seq else registry.lookup(info.name)
+        owner = entry.owner if entry is not None else "-"
         rows.append((label, str(info.opt_level), ", ".join(info.required) or "-", owner))
         if is_seq:
             stack.extend((c, depth + 1) for c in reversed(p.passes))
@@ -280,30 +559,90 @@ def pipeline_tree(root: Pass) -> list[tuple[str, str, str, str]]:
 
 
 def run_pipeline(args: argparse.Namespace, settings: Settings) -> int:
-    """``irpass pipeline``: the default pipeline's plan, or the configured pipeline's tree."""
-    if settings.pipeline not in (None, "default"):
-        root = settings.build_pipeline()
-        _out(f"pipeline {settings.pipeline!r}\n")
-        _out(format_table(("pass", "opt_level", "required", "plugin"), pipeline_tree(root)))
+    """``irpass pipeline``: the default pipeline's plan, or the configured pipeline's tree,
+    as the settings' ``opt_level``, ``required_pass`` and ``disabled_pass`` run it; with
+    ``--as-string`` the passes that run as one pipeline string, with ``--json`` all of it."""
+    entries = pipeline_entries(settings)
+    flat = flatten(entries)
+    default = settings.pipeline is None or settings.pipeline.strip() == "default"
+    plan = settings.default_plan() if default else None
+    if getattr(args, "as_string", False) and not getattr(args, "json", False):
+        _out(pipeline_string(entries) + "\n")
         return 0
-    plan = pipeline_plan(settings.opt_level)
-    n = len(plan.rows)
-    _out(f"default pipeline at opt_level {plan.opt_level}: {n} pass{'es' if n != 1 else ''}\n")
-    if plan.rows:
-        rows = [
-            (str(i), r.pass_name, r.phase, r.anchor, str(r.opt_level), r.owner)
-            for i, r in enumerate(plan.rows, 1)
-        ]
+    if getattr(args, "json", False):
+        _print_json(
+            {
+                "pipeline": settings.pipeline or "default",
+                "opt_level": settings.opt_level,
+                "required_pass": list(settings.required_pass),
+                "disabled_pass": list(settings.disabled_pass),
+                "passes": [e.as_json() for e in flat],
+                "left_out": [
+                    {
+                        "name": d.pass_name,
+                        "plugin": d.owner,
+                        "placed": d.insertion.anchor_text,
+                        "why": d.reason,
+                    }
+                    for d in (plan.dropped if plan is not None else ())
+                ],
+                "string": pipeline_string(entries),
+            }
+        )
+        return 0
+    if plan is None:
+        _out(f"pipeline {settings.pipeline!r}\n")
         _out(
             format_table(
-                ("#", "pass", "phase", "placed", "opt_level", "plugin"), rows, align="><<<><"
+                ("pass", "opt_level", "required", "plugin"),
+                pipeline_tree(settings.build_pipeline()),
             )
         )
-    if plan.dropped:
+    else:
+        running = [e for e in flat if e.runs]
+        n = len(running)
+        _out(
+            f"default pipeline at opt_level {settings.opt_level}: "
+            f"{n} pass{'es' if n != 1 else ''}\n"
+        )
+        if running:
+            rows = [
+                (str(i), e.name, e.phase or "-", e.placed or "-", str(e.opt_level), e.plugin)
+                for i, e in enumerate(running, 1)
+            ]
+            _out(
+                format_table(
+                    ("#", "pass", "phase", "placed", "opt_level", "plugin"), rows, align="><<<><"
+                )
+            )
+    _not_run_section(flat, settings)
+    if plan is not None and plan.dropped:
         _out("\nleft out:\n")
         for d in plan.dropped:
             _out(f"  {d.pass_name} ({d.owner}, {d.insertion.anchor_text}): {d.reason}\n")
     return 0
+
+
+def _not_run_section(flat: list[PipelineEntry], settings: Settings) -> None:
+    """The passes of the pipeline the context skips, and those it runs only because
+    ``required_pass`` names them."""
+    skipped = [e for e in flat if not e.runs]
+    forced = [e for e in flat if e.runs and e.why == "required_pass"]
+    if skipped:
+        _out("\nnot run:\n")
+        for e in skipped:
+            reason = (
+                f"disabled ({settings.source('disabled_pass')})"
+                if e.why == "disabled_pass"
+                else f"{e.why} (run at -O {e.opt_level} or name it in --required-pass)"
+            )
+            _out(f"  {e.name}: {reason}\n")
+    if forced:
+        names = ", ".join(e.name for e in forced)
+        _out(
+            f"\nrun although above opt_level {settings.opt_level} (required_pass, "
+            f"{settings.source('required_pass')}): {names}\n"
+        )
 
 
 # -- config -------------------------------------------------------------------------------
@@ -328,15 +667,47 @@ def format_value(value: Any) -> str:
 
 def run_config(args: argparse.Namespace, settings: Settings) -> int:
     """``irpass config``: every effective setting, its value and where it came from
-    (the first row, ``config_file``, is the file used and how it was found).
+    (the first row, ``config_file``, is the file used and how it was found);
+    ``--options``: every registered config option instead.
 
     Validated after printing, so a wrong config file is shown, then reported.
     """
-    described = [(str(k), format_value(v), str(s)) for k, v, s in settings.describe()]
-    if described:
-        key_width = max(len(k) for k, _, _ in described)
-        value_width = max(len(v) for _, v, _ in described)
-        for key, value, source in described:
+    if getattr(args, "options", False):
+        return _run_config_options(args)
+    described = settings.describe()
+    if getattr(args, "json", False):
+        _print_json(
+            [{"key": str(k), "value": _jsonable(v), "source": str(s)} for k, v, s in described]
+        )
+        validate(settings)
+        return 0
+    rows = [(str(k), format_value(v), str(s)) for k, v, s in described]
+    if rows:
+        key_width = max(len(k) for k, _, _ in rows)
+        value_width = max(len(v) for _, v, _ in rows)
+        for key, value, source in rows:
             _out(f"{key:<{key_width}} = {value:<{value_width}}  [{source}]\n")
     validate(settings)
+    return 0
+
+
+def _run_config_options(args: argparse.Namespace) -> int:
+    """``irpass config --options``: key, type, default, owner and description of every
+    registered config option (the core's, owner ``irpass``, and the plugins')."""
+    options = [_option_json(o) for o in list_config_options().values()]
+    if getattr(args, "json", False):
+        _print_json(options)
+        return 0
+    rows = [
+        (
+            o["key"],
+            o["type"],
+            "(unset)" if o["default"] is None else format_value(o["default"]),
+            o["owner"] + (" (core)" if o["owner"] == "irpass" else ""),
+            first_paragraph(o["description"]) or "-",
+        )
+        for o in options
+    ]
+    table = format_table(("option", "type", "default", "owner", "description"), rows)
+    _out(table)
     return 0

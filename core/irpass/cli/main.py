@@ -311,8 +311,9 @@ def command_in(argv: Sequence[str]) -> str | None:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of the whole command line (global options, commands and their options).
 
-    With ``only``, the other commands are listed (for ``--help`` and their names) but
-    their modules are not imported and their own options not added.
+    Only command ``only`` is set up whole (its module imported, its options added); the
+    others are listed by name and help line, enough for ``irpass --help`` and for an
+    unknown command's error. ``"*"`` sets up every command.
     """
     parser = _Parser(
         prog=PROG,
@@ -343,7 +344,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             allow_abbrev=False,
         )
         cmd.set_defaults(validate_first=spec.validate_first)
-        if only is not None and name != only:
+        if only not in (name, "*"):
             continue
         module = command_module(name)
         if spec.add_arguments is not None:

@@ -16,6 +16,7 @@ from .errors import DEFAULT, Origin
 if TYPE_CHECKING:
     from ..plugins import PluginManager
     from ..transform import PassContext, Sequential
+    from ..transform.pipeline import PipelinePlan
 
 __all__ = ["InstrumentSpec", "Settings"]
 
@@ -135,10 +136,15 @@ class Settings:
         return build.pass_context(self)
 
     def build_pipeline(self) -> Sequential:
-        """The pipeline to run: ``default_pipeline(opt_level)`` when ``pipeline`` is
-        ``None`` or ``"default"``, else ``pipeline`` parsed (names from ``pipelines``
-        expand). A pipeline that does not parse is a :class:`ConfigError`."""
+        """The pipeline to run: the default pipeline (:meth:`default_plan`'s passes) when
+        ``pipeline`` is ``None`` or ``"default"``, else ``pipeline`` parsed (names from
+        ``pipelines`` expand). A pipeline that does not parse is a :class:`ConfigError`."""
         return build.build_pipeline(self)
+
+    def default_plan(self) -> PipelinePlan:
+        """The default pipeline's plan: ``pipeline_plan(opt_level)``, plus the passes of
+        ``required_pass`` above ``opt_level`` (see :func:`irpass.settings.build.default_plan`)."""
+        return build.default_plan(self)
 
     # -- display -----------------------------------------------------------------------------
     def describe(self, *, include_defaults: bool = False) -> list[tuple[str, Any, str]]:
@@ -204,4 +210,3 @@ class Settings:
     def _with_notes(self, key: str, source: str) -> str:
         notes = self._notes.get(key)
         return "; ".join([source, *notes]) if notes else source
-
