@@ -320,3 +320,26 @@ def test_a_million_node_chain_is_reported_without_recursion(tmp_path):
     text = (tmp_path / "chain.html").read_text()
     assert _Page(text).changes == ["ExpToTanh"]
     assert re.search(r'class="add">\+.*tanh\(', _section(text, "ExpToTanh"))
+
+
+def test_a_fused_call_counts_the_calls_drawn_inside_it():
+    from irpass.ir import Call
+    from irpass.viz.report import changed_regions
+
+    with PassContext(opt_level=3):
+        before = Sequential([get_pass("InferType")])(models.resnet())
+        after = Sequential([get_pass("FuseOps")])(before)
+    (region,), differ = changed_regions(before, after, max_nodes=12)
+    assert differ == 1 and region.function == "main"
+    fused = [n for n in _calls(region.after) if type(n.op) is Function]
+    boxes = sum(1 + len(_ops(f.op)) for f in fused)
+    assert fused and boxes <= 12 and region.shown[1] == len(fused) < region.total[1]
+    assert not any(type(n) is Call and type(n.op) is Function for n in _calls(region.before))
+
+
+def _calls(expr) -> list:
+    from irpass.ir import Call, post_order_visit
+
+    found = []
+    post_order_visit(expr, lambda n: found.append(n) if type(n) is Call else None)
+    return found

@@ -157,22 +157,39 @@ def changed_region(
 ) -> Region:
     """What a pass changed in a function: the dataflow nodes of ``after`` that compute
     nothing ``before`` computed (see :func:`_unchanged`) and those of ``before`` that
-    ``after`` no longer computes, each side cut out as an expression of at most
-    ``max_nodes`` nodes (the first in dataflow order). ``modules`` (before, after) resolve
-    calls of global functions when the cut-out parts are typed."""
+    ``after`` no longer computes, each side cut out as an expression of the first (in
+    dataflow order) that fit in ``max_nodes`` boxes (see :func:`_first`). ``modules``
+    (before, after) resolve calls of global functions when the cut-out parts are typed."""
     nodes_b = _dataflow_nodes(before) if before is not None else []
     nodes_a = _dataflow_nodes(after) if after is not None else []
     same = _unchanged(nodes_b, nodes_a)
     kept = set(same.values())
     new_b = [n for n in nodes_b if n not in kept and isinstance(n, _DATAFLOW)]
     new_a = [n for n in nodes_a if n not in same and isinstance(n, _DATAFLOW)]
+    shown_b, shown_a = _first(new_b, max_nodes), _first(new_a, max_nodes)
     return Region(
         name,
-        _cut(new_b[:max_nodes], modules[0]) if new_b else None,
-        _cut(new_a[:max_nodes], modules[1]) if new_a else None,
-        (min(len(new_b), max_nodes), min(len(new_a), max_nodes)),
+        _cut(shown_b, modules[0]) if shown_b else None,
+        _cut(shown_a, modules[1]) if shown_a else None,
+        (len(shown_b), len(shown_a)),
         (len(new_b), len(new_a)),
     )
+
+
+def _first(nodes: list[Expr], budget: int) -> list[Expr]:
+    """The first of ``nodes`` that fit in ``budget`` boxes (at least one): a call of a
+    fused function is drawn with the function's calls inside, and counts them too."""
+    taken: list[Expr] = []
+    used = 0
+    for node in nodes:
+        size = 1
+        if type(node) is Call and type(node.op) is Function:
+            size += sum(isinstance(n, _DATAFLOW) for n in _dataflow_nodes(node.op))
+        if taken and used + size > budget:
+            break
+        taken.append(node)
+        used += size
+    return taken
 
 
 def changed_regions(
