@@ -179,6 +179,7 @@ def test_check_each_finding_in_the_same_context_is_shown(tmp_path, report_first)
     assert "negative(" in section.split("</pre>")[0]
     rows = {r[1]: r for r in page.rows[1:]}
     assert any(cell.startswith("failed:") for cell in rows["PlantedSignFlip"])
+    assert "did not finish" in rows["sequential"]
 
 
 def test_write_renders_the_summary_and_findings_it_is_given(tmp_path):

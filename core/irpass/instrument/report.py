@@ -189,6 +189,7 @@ class ReportInstrument(PassInstrument):
             run.first = mod
         if self._stack:
             self._stack[-1].inner = True
+            run.records[self._stack[-1].record].group = True
         run.records.append(PassRecord(info.name, len(self._stack)))
         self._printer.run_before_pass(mod, info)
         self._buffer.seek(0)
@@ -344,7 +345,8 @@ class ReportInstrument(PassInstrument):
             return  # not raised by this run's passes (a handled error around the context)
         for record in reversed(run.records):
             if record.name == name and record.skipped is None:
-                record.failed = str(exc).splitlines()[0]
+                first = str(exc).splitlines()[0]
+                record.failed = first if len(first) <= 160 else first[:157] + "..."
                 break
         run.findings.append(exc)
         self._add_culprit(exc)

@@ -305,7 +305,7 @@ padding:16px 24px;color:#1d2330;background:#fff}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;margin:24px 0 8px}h3{font-size:15px}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 10px;text-align:left;
 border-bottom:1px solid #e3e6eb;vertical-align:top}th{background:#f3f5f8}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .bar{display:inline-block;height:10px;background:#5b8def;border-radius:2px}
 .changed{color:#0a6b2d;font-weight:600}.skipped{color:#8a8f98}.failed{color:#b3261e;
 font-weight:600}.plus{color:#0a6b2d}.minus{color:#b3261e}
@@ -504,6 +504,8 @@ def _timeline_section(data: ReportData) -> str:
             bar = f'<span class="bar" style="width:{width}px"></span>'
         if r.failed is not None:
             result = f'<span class="failed">failed: {_e(r.failed)}</span>'
+        elif r.seconds is None:
+            result = '<span class="failed">did not finish</span>'
         elif r.group:
             result = '<span class="note">(its passes)</span>'
         elif r.changed:
