@@ -344,3 +344,17 @@ def _calls(expr) -> list:
     found = []
     post_order_visit(expr, lambda n: found.append(n) if type(n) is Call else None)
     return found
+
+
+def test_switched_on_by_a_config_file(tmp_path):
+    from irpass.settings import load_settings
+
+    (tmp_path / "irpass.toml").write_text(
+        f'[instruments.report]\npath = "{(tmp_path / "cfg.html").as_posix()}"\npictures = false\n'
+    )
+    ctx = load_settings(environ={}, cwd=tmp_path).pass_context()
+    (report,) = [i for i in ctx.instruments if isinstance(i, ReportInstrument)]
+    assert report.path == tmp_path / "cfg.html" and not report.pictures
+    with ctx:
+        Sequential([exp_to_tanh])(_small())
+    assert _Page((tmp_path / "cfg.html").read_text()).changes == ["ExpToTanh"]
