@@ -64,7 +64,7 @@ from ..testing.semantics import compare_outputs, flatten_outputs
 from ..transform import PassContext, Sequential, parse_pipeline
 from ..transform.context import VERIFY_EACH
 from .errors import CommandFailed, UsageError
-from .progress import Progress
+from .progress import Progress, is_terminal
 from .reproducer import (
     Positions,
     check_reproducer_dir,
@@ -118,7 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output-dir",
         metavar="DIR",
         help="optimize every MODEL into DIR (same file name; created if missing) and print "
-        "one table; exit 1 if any failed, the others still written",
+        "one table; if any failed, the others are still written and the exit code is the "
+        "worst failure's",
     )
     parser.add_argument(
         "-j",
@@ -326,13 +327,6 @@ def write_stdout_model(mod: IRModule, name: str | None) -> int:
     return len(data)
 
 
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 # -- loading ----------------------------------------------------------------------------
 
 
@@ -428,7 +422,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if args.models.count(STDIO) > 1 or (STDIO in args.models and len(args.models) > 1):
         raise UsageError("- (standard input) can only be the one MODEL")
     if args.format is not None:
-        format_named(args.format)
+        fmt = format_named(args.format)
+        for used, what in ((args.output == STDIO, "save"), (STDIO in args.models, "load")):
+            if used and getattr(fmt, what) is None:
+                raise UsageError(f"--format {args.format}: the {fmt.name!r} format cannot {what}")
     if args.jobs < 0:
         raise UsageError(f"-j {args.jobs}: give a number of processes >= 0")
 
@@ -600,7 +597,7 @@ def _write_result(
         summary.note = "result not written (--json prints on standard output): give -o FILE"
         return
     progress.close()  # the result and the progress line would share the terminal
-    if out is None and _is_terminal(sys.stdout):
+    if out is None and is_terminal(sys.stdout):
         rows = shutil.get_terminal_size().lines
         assert summary.after is not None
         # a module prints at least one line per op call: spare printing a big one

@@ -23,14 +23,15 @@ import threading
 from time import monotonic
 from typing import IO, Any
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "is_terminal"]
 
 _ERASE = "\r\x1b[K"  # carriage return, then erase to the end of the line
 _TICK = 0.25  # seconds between redraws of a step that gives no news
 _MIN_GAP = 0.05  # at most 20 redraws a second, however fast the news comes
 
 
-def _is_terminal(stream: IO[str]) -> bool:
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed or fake stream)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # a closed or fake stream
@@ -48,7 +49,7 @@ class Progress:
         self, stream: IO[str] | None = None, *, enabled: bool | None = None, prefix: str = "irpass"
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = _is_terminal(self.stream) if enabled is None else enabled
+        self.enabled = is_terminal(self.stream) if enabled is None else enabled
         self.prefix = prefix
         self._text = ""
         self._since = monotonic()
