@@ -259,8 +259,14 @@ def _factory_options(entry: PassEntry) -> tuple[list[dict[str, Any]], str]:
                 "required": required,
             }
         )
-    text = str(signature.replace(return_annotation=inspect.Signature.empty))
-    return options, text
+    # written from the options: a module with postponed annotations would quote the types
+    parts = []
+    for o in options:
+        text = o["name"] + (f": {o['type']}" if o["type"] else "")
+        if not o["required"]:
+            text += f" = {option_value(o['default'])}"
+        parts.append(text)
+    return options, f"({', '.join(parts)})"
 
 
 def _distribution(plugin: str) -> tuple[str | None, str | None]:
