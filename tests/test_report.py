@@ -358,3 +358,19 @@ def test_switched_on_by_a_config_file(tmp_path):
     with ctx:
         Sequential([exp_to_tanh])(_small())
     assert _Page((tmp_path / "cfg.html").read_text()).changes == ["ExpToTanh"]
+
+
+def test_without_graphviz_the_report_says_so_in_one_line(tmp_path, monkeypatch):
+    import irpass.viz
+
+    def no_graphviz(dot, fmt):
+        raise irpass.viz.GraphvizNotFound("no dot here: apt-get install graphviz")
+
+    monkeypatch.setattr(irpass.viz, "render", no_graphviz)
+    report = ReportInstrument(tmp_path / "r.html")
+    with PassContext(instruments=[report]):
+        Sequential([exp_to_tanh])(_small())
+    text = (tmp_path / "r.html").read_text()
+    notes = re.findall(r'<p class="note" id="pictures-note">([^<]*)</p>', text)
+    assert notes == ["No pictures: no dot here: apt-get install graphviz."]
+    assert "<svg" not in text and _Page(text).changes == ["ExpToTanh"]

@@ -275,11 +275,8 @@ class _Pictures:
         try:
             dot = to_dot(expr, max_nodes=self.max_nodes * 2, elide_constants=self.elide)
             data = render(dot, "svg")
-        except GraphvizNotFound:
-            self.missing = (
-                "pictures need Graphviz's dot program "
-                "(apt-get install graphviz, brew install graphviz)"
-            )
+        except GraphvizNotFound as exc:  # its message says what is missing and how to get it
+            self.missing = str(exc).rstrip(".")
             return ""
         except Exception as exc:  # noqa: BLE001 - the report is written when a run failed
             # too; a picture that cannot be drawn must not lose the rest of it
