@@ -112,7 +112,8 @@ class ReportInstrument(PassInstrument):
 
     ``path``: where the report goes (``.html``); given, the report writes itself when
     the context is left. ``pictures``: draw the changed region of each pass that
-    changed the module (needs :mod:`irpass.viz` and Graphviz's ``dot``);
+    changed the module (needs the ``viz`` extra and Graphviz's ``dot``; without
+    them the page says so in one line);
     ``elide_constants``: constants of more elements show without data, in the diffs
     and the pictures; ``max_nodes``: the most nodes of a changed region drawn per
     picture; ``pipeline``: the pipeline that runs (a pass, or its text), from which
