@@ -8,79 +8,139 @@ from collections.abc import Sequence
 from typing import Any
 
 from irpass.plugins import hookimpl
-from irpass.transform import ConfigOption, PipelineInsertion
+from irpass.transform import ConfigOption, LazyPass, PipelineInsertion
 
-from . import (
-    canonicalize,
-    combine_parallel,
-    cse,
-    dead_code,
-    fold_constant,
-    fold_scale_axis,
-    functions,
-    fuse_ops,
-    layout,
-    normal_form,
-    simplify_expr,
-    simplify_inference,
-)
-from .canonicalize import Canonicalize
-from .combine_parallel import CombineParallelDense
-from .cse import EliminateCommonSubexpr
-from .dead_code import DeadCodeElimination
-from .fold_constant import FoldConstant
-from .fold_scale_axis import BackwardFoldScaleAxis, FoldScaleAxis, ForwardFoldScaleAxis
-from .functions import Inline, LambdaLift, RemoveUnusedFunctions
-from .fuse_ops import FuseOps
-from .fusion_rules import FUSE, FusePatterns
-from .infer_type import InferType
-from .layout import AlterOpLayout, ConvertLayout
-from .normal_form import ToANormalForm, ToGraphNormalForm
-from .simplify_expr import SimplifyExpr
-from .simplify_inference import SimplifyInference
-from .simplify_rules import SIMPLIFY
+from . import options
 
-_MODULES = (
-    canonicalize,
-    combine_parallel,
-    cse,
-    dead_code,
-    fold_constant,
-    fold_scale_axis,
-    functions,
-    fuse_ops,
-    layout,
-    normal_form,
-    simplify_expr,
-    simplify_inference,
-)
+
+def _std(target: str, opt_level: int, description: str, required: Sequence[str] = ()) -> LazyPass:
+    return LazyPass(
+        f"irpass_std.{target}", opt_level=opt_level, required=required, description=description
+    )
+
+
+_INFER = ("InferType",)
+
+#: The standard passes, declared: each module is imported when its pass is first made
+#: (``irpass passes`` and plugin loading import none of them, nor numpy).
+PASSES: list[LazyPass] = [
+    _std(
+        "infer_type:InferType",
+        0,
+        "Infer the type of every expression (the core's type inference as a pass).",
+    ),
+    _std(
+        "fold_constant:FoldConstant",
+        2,
+        "Fold the constant subexpressions: evaluate calls whose arguments are all constants.",
+    ),
+    _std(
+        "dead_code:DeadCodeElimination", 1, "Remove the unused ``let`` bindings and tuple fields."
+    ),
+    _std(
+        "cse:EliminateCommonSubexpr",
+        3,
+        "Merge calls of the same op with equal attrs and identical arguments (hash-consing).",
+        _INFER,
+    ),
+    _std(
+        "simplify_expr:SimplifyExpr",
+        0,
+        "Simplify algebraic and shape identities (the ``simplify`` rule set).",
+        _INFER,
+    ),
+    _std(
+        "canonicalize:Canonicalize",
+        1,
+        "Apply every enabled rewrite rule of the plugins' rule sets, to a fixed point.",
+        _INFER,
+    ),
+    _std(
+        "simplify_inference:SimplifyInference",
+        0,
+        "Lower ``nn.batch_norm``, ``nn.dropout`` (and optionally ``nn.layer_norm``) for inference.",
+        _INFER,
+    ),
+    _std(
+        "fold_scale_axis:BackwardFoldScaleAxis",
+        3,
+        "Fold ``multiply(conv2d/dense(...), s)`` "
+        "with a per-channel constant ``s`` into the weights.",
+        _INFER,
+    ),
+    _std(
+        "fold_scale_axis:ForwardFoldScaleAxis",
+        3,
+        "Fold a per-channel scale of conv2d/dense's input (through relu) into the weights.",
+        _INFER,
+    ),
+    _std(
+        "fold_scale_axis:FoldScaleAxis",
+        3,
+        "TVM's ``FoldScaleAxis``: BackwardFoldScaleAxis then ForwardFoldScaleAxis.",
+    ),
+    _std(
+        "combine_parallel:CombineParallelDense",
+        3,
+        "Combine parallel ``nn.dense``/``matmul`` calls on one input into one call and a split.",
+        _INFER,
+    ),
+    _std(
+        "fusion_rules:FusePatterns",
+        2,
+        "Fuse LayerNorm, GELU, attention, ... patterns into fused ops (the ``fuse`` rule set).",
+        _INFER,
+    ),
+    _std(
+        "layout:AlterOpLayout",
+        3,
+        "Replace op calls by what their alter-layout hooks return, carrying layouts.",
+        _INFER,
+    ),
+    _std(
+        "layout:ConvertLayout",
+        3,
+        "Convert ``nn.conv2d`` and the pooling ops to the layouts in ``desired_layouts``.",
+        _INFER,
+    ),
+    _std(
+        "fuse_ops:FuseOps",
+        1,
+        "Fuse op calls into functions marked ``Primitive=1`` (TVM's ``FuseOps``).",
+        _INFER,
+    ),
+    _std(
+        "normal_form:ToANormalForm",
+        1,
+        "Bind every non-atomic sub-expression and every constant to a ``let`` var.",
+    ),
+    _std(
+        "normal_form:ToGraphNormalForm",
+        1,
+        "Replace each ``let`` var by its value (a shared dataflow node).",
+    ),
+    _std(
+        "functions:LambdaLift",
+        0,
+        "Lift every closure that is only called directly into a new global function.",
+    ),
+    _std(
+        "functions:Inline",
+        1,
+        "Inline the calls of global functions marked ``Inline=1``; drop the ones left unused.",
+    ),
+    _std(
+        "functions:RemoveUnusedFunctions",
+        1,
+        "Remove the global functions not reachable from ``entry_functions``.",
+    ),
+]
 
 
 @hookimpl
 def irpass_register_passes() -> Sequence[Any]:
-    """The standard passes, under their TVM names."""
-    return [
-        InferType,
-        FoldConstant,
-        DeadCodeElimination,
-        EliminateCommonSubexpr,
-        SimplifyExpr,
-        Canonicalize,
-        SimplifyInference,
-        BackwardFoldScaleAxis,
-        ForwardFoldScaleAxis,
-        FoldScaleAxis,
-        CombineParallelDense,
-        FusePatterns,
-        AlterOpLayout,
-        ConvertLayout,
-        FuseOps,
-        ToANormalForm,
-        ToGraphNormalForm,
-        LambdaLift,
-        Inline,
-        RemoveUnusedFunctions,
-    ]
+    """The standard passes, under their TVM names (declared: imported when first made)."""
+    return PASSES
 
 
 @hookimpl
@@ -88,13 +148,16 @@ def irpass_register_rewrites() -> Sequence[Any]:
     """SimplifyExpr's and FusePatterns' rule sets (``simplify``, ``fuse``): listed by
     ``irpass rewrites`` and disabled by name in ``[rewrites] disable``. Each names the
     pass that applies it (``pass_name``), so Canonicalize leaves them to it."""
+    from .fusion_rules import FUSE
+    from .simplify_rules import SIMPLIFY
+
     return [SIMPLIFY, FUSE]
 
 
 @hookimpl
 def irpass_register_config_options() -> Sequence[ConfigOption]:
-    """The ``std.*`` options each pass module declares in its ``CONFIG_OPTIONS``."""
-    return [option for module in _MODULES for option in module.CONFIG_OPTIONS]
+    """The ``std.*`` options of the passes (declared in :mod:`irpass_std.options`)."""
+    return options.CONFIG_OPTIONS
 
 
 @hookimpl

@@ -16,7 +16,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import importlib
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -388,6 +390,10 @@ class Op(Expr):
             return _REGISTRY[name]
         except KeyError:
             pass
+        if _load_core_ops():
+            op = _REGISTRY.get(name)
+            if op is not None:
+                return op
         ensure_plugins()  # a plugin's op: load the plugins once, then look again
         try:
             return _REGISTRY[name]
@@ -473,6 +479,8 @@ def register_op(
     error naming both owners unless ``override=True``.
     """
     check_op_name(name)
+    if owner != "irpass":
+        _load_core_ops()  # the core's op set first: a plugin cannot take its names
     if not isinstance(num_inputs, int) or num_inputs < -1:
         raise ValueError(f"op {name!r}: num_inputs must be an int >= -1, got {num_inputs!r}")
     if not callable(type_rel) or not callable(kernel):
@@ -520,4 +528,18 @@ def unregister_op(name: str) -> None:
 
 def list_ops() -> list[str]:
     """The names of all registered ops, sorted."""
+    _load_core_ops()
     return sorted(_REGISTRY)
+
+
+def _load_core_ops() -> bool:
+    """Import the standard op set (:mod:`irpass.op`, which registers its ops) unless it
+    is imported or being imported; whether it was imported now.
+
+    The op set brings numpy (its kernels): it is loaded when an op is first looked up
+    by name, listed or registered by someone else, not when this module is imported.
+    """
+    if "irpass.op" in sys.modules:
+        return False
+    importlib.import_module("irpass.op")
+    return True

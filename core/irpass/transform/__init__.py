@@ -5,7 +5,8 @@
   :func:`function_pass`;
 - :class:`PassContext` (opt level, required/disabled passes, config,
   instruments, diagnostics) and :func:`register_config_option`;
-- the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`;
+- the registry: :func:`register_pass`, :func:`get_pass`, :func:`list_passes`, and
+  :class:`LazyPass` (a pass declared by where it lives, imported when first made);
 - the default pipeline that plugins extend (:func:`default_pipeline`,
   :class:`PipelineInsertion`, :func:`pipeline_plan`) and textual pipelines
   (:func:`parse_pipeline`);
@@ -29,6 +30,7 @@ __all__ = [
     "DiagnosticContext",
     "FunctionPass",
     "Identity",
+    "LazyPass",
     "ModulePass",
     "PIPELINE_PHASES",
     "Pass",
@@ -108,6 +110,7 @@ __getattr__, _dir = _lazy.attach(
         ],
         ".pipeline_text": ["PipelineSyntaxError", "parse_pipeline"],
         ".registry": [
+            "LazyPass",
             "PassEntry",
             "close_pass_names",
             "get_pass",

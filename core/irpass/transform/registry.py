@@ -9,6 +9,20 @@ are turned into passes at run time::
     def FoldConstant() -> Pass:
         return function_pass(_fold, opt_level=2, name="FoldConstant")
 
+A pack that wants ``irpass passes`` and plugin loading to stay fast registers
+its passes as :class:`LazyPass` declarations instead: the name, opt level,
+requirements and one-line description, and where the pass lives
+(``"package.module:attr"``), which is imported only when the pass is first
+made (:func:`get_pass`, ``irpass.transform.X``, a pipeline that runs it)::
+
+    LazyPass("my_pack.fold:FoldMore", opt_level=2, required=["InferType"],
+             description="Fold what FoldConstant leaves")
+
+:func:`get_pass` checks the declaration against the pass it makes (a declared
+opt level or requirement the pass does not have is a ``TypeError``), so a
+listing never shows what running would not do. :attr:`PassEntry.lazy` gives a
+listing the declaration of such a pass, without importing it.
+
 Requirements are resolved only when a :class:`irpass.transform.Sequential`
 runs a pass, as in TVM; a pass called directly runs alone. Each time a
 Sequential runs a pass, :func:`run_requirements` runs the names it requires,
@@ -26,9 +40,10 @@ requirements only it needs; the requirements' opt levels are not checked
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -36,9 +51,11 @@ from .._lazy_plugins import ensure_plugins
 from ..errors import PassDependencyError, PassError
 from ..ir.module import IRModule
 from .context import PassContext
+from .info import PassInfo
 from .passes import Pass
 
 __all__ = [
+    "LazyPass",
     "PassEntry",
     "register_pass",
     "check_pass_factory",
@@ -62,6 +79,13 @@ class PassEntry:
     origin: str
     owner: str
 
+    @property
+    def lazy(self) -> LazyPass | None:
+        """The declaration of a pass registered as a :class:`LazyPass` (its opt level,
+        requirements and description, known without importing it), else None."""
+        factory = self.factory
+        return factory if isinstance(factory, LazyPass) else None
+
 
 _PASSES: dict[str, PassEntry] = {}
 
@@ -78,6 +102,89 @@ class _Instance:
 
     def __repr__(self) -> str:
         return f"<factory of {self.instance!r}>"
+
+
+class _TargetSignature:
+    """``LazyPass.__signature__``: the target factory's signature (importing it), so that
+    ``inspect.signature`` of a declaration reads the pass's options; None on the class."""
+
+    def __get__(self, obj: LazyPass | None, owner: type | None = None) -> inspect.Signature | None:
+        return None if obj is None else inspect.signature(obj.load())
+
+
+class LazyPass:
+    """A pass declared by where it lives (``target``, ``"package.module:attr"``), imported
+    the first time it is made; what a listing needs is declared with it.
+
+    ``attr`` is what :func:`register_pass` takes: a pass factory or a :class:`Pass`.
+    ``name`` defaults to ``attr``; ``opt_level``, ``required`` and ``description`` (one
+    line) must be those of the pass, which :func:`get_pass` checks each time it makes it.
+    Calling the declaration makes the pass (``LazyPass(...)()``), as a factory would;
+    once imported, its ``__doc__`` and signature are the factory's.
+    """
+
+    __signature__ = _TargetSignature()
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        opt_level: int,
+        required: Iterable[str] | str = (),
+        description: str = "",
+        name: str | None = None,
+    ) -> None:
+        module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
+        if not module or not attr.isidentifier():
+            raise ValueError(f"LazyPass: target must be 'package.module:attr', got {target!r}")
+        if not isinstance(description, str):
+            raise TypeError(f"LazyPass {target!r}: description must be a str, got {description!r}")
+        #: What the pass's own ``info`` must be (``name`` defaults to ``attr``).
+        self.info = PassInfo(opt_level, attr if name is None else name, required)
+        self.target = target
+        self.description = description
+        self.__doc__ = description  # what a listing shows of a factory
+        self._factory: PassFactory | None = None
+
+    @property
+    def name(self) -> str:
+        """The pass's name."""
+        return self.info.name
+
+    def load(self) -> PassFactory:
+        """Import the target (once) and return its factory (a :class:`Pass` target: a
+        factory returning it). ``ImportError`` / ``TypeError`` naming the pass and target."""
+        if self._factory is None:
+            module, _, attr = self.target.partition(":")
+            try:
+                obj = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError) as exc:
+                raise ImportError(
+                    f"pass {self.name!r} is declared at {self.target!r}, which cannot be "
+                    f"imported: {type(exc).__name__}: {exc}"
+                ) from exc
+            try:
+                check_pass_factory(obj)
+            except TypeError as exc:
+                raise TypeError(f"pass {self.name!r} declared at {self.target!r}: {exc}") from None
+            self._factory = _Instance(obj) if isinstance(obj, Pass) else obj
+            self.__doc__ = self._factory.__doc__
+        return self._factory
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Pass:
+        made = self.load()(*args, **kwargs)
+        info = getattr(made, "info", None)
+        if isinstance(made, Pass) and info != self.info:
+            raise TypeError(
+                f"pass {self.name!r} is declared as opt_level={self.info.opt_level}, "
+                f"required={list(self.info.required)} (LazyPass {self.target!r}), but the "
+                f"pass made is {info.name!r} with opt_level={info.opt_level}, "
+                f"required={list(info.required)}: correct the declaration"
+            )
+        return made
+
+    def __repr__(self) -> str:
+        return f"LazyPass({self.target!r}, name={self.name!r})"
 
 
 @overload
@@ -100,8 +207,9 @@ def register_pass(
     Decorator (``@register_pass``, ``@register_pass(name="X")``) or call
     (``register_pass(make_x, "X")``). ``factory`` is a callable returning a
     new :class:`Pass` (a function or a class decorated with
-    ``module_pass``/``function_pass``), or a :class:`Pass` instance, which
-    every lookup then returns. ``name`` defaults to the factory's
+    ``module_pass``/``function_pass``), a :class:`Pass` instance, which
+    every lookup then returns, or a :class:`LazyPass` declaring one of those
+    (imported when first made). ``name`` defaults to the factory's
     ``__name__`` (the pass's ``info.name`` for an instance); ``owner``
     defaults to the top-level package that defines the factory.
 
@@ -169,8 +277,10 @@ def lookup(name: str) -> PassEntry | None:
 
 
 def load_factory(name: str) -> PassFactory:
-    """The factory of the pass registered as ``name`` (``KeyError`` if there is none)."""
-    return get_pass_entry(name).factory
+    """The factory of the pass registered as ``name``, imported if it was declared as a
+    :class:`LazyPass` (``KeyError`` if there is none)."""
+    factory = get_pass_entry(name).factory
+    return factory.load() if isinstance(factory, LazyPass) else factory
 
 
 def unregister_pass(name: str) -> None:
@@ -273,8 +383,8 @@ def check_pass_factory(obj: Any, *, call: bool = False) -> None:
     imported; :func:`register_pass`, often a decorator running while its module
     is still being imported, does not.
     """
-    if isinstance(obj, Pass) or (isinstance(obj, type) and issubclass(obj, Pass)):
-        return
+    if isinstance(obj, (Pass, LazyPass)) or (isinstance(obj, type) and issubclass(obj, Pass)):
+        return  # a LazyPass's target is checked when it is imported
     what = repr(_label(obj))
     if isinstance(obj, type):
         raise TypeError(f"{what} is a class that is not a Pass (decorate it with "
@@ -338,6 +448,10 @@ def _make_entry(obj: Any, name: str | None, owner: str | None) -> PassEntry:
         factory: PassFactory = _Instance(obj)
         name = name or obj._info.name
         source = getattr(obj, "pass_func", None) or type(obj)
+    elif isinstance(obj, LazyPass):
+        module = obj.target.partition(":")[0]
+        name = name or obj.name
+        return PassEntry(name, obj, obj.target.replace(":", "."), owner or module.split(".")[0])
     elif callable(obj):
         try:
             check_pass_factory(obj)

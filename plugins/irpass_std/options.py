@@ -1,0 +1,63 @@
+"""The ``std.*`` config options of the standard passes, declared apart from the passes.
+
+Loading the ``std`` plugin registers these options (``irpass config`` lists them, a
+config file is checked against them) without importing the passes, their numpy and
+their rule sets: that happens when a pass is first made. The pass modules read their
+options by key; the ``CONFIG_OPTIONS`` each of them lists must be the ones declared
+here (``tests/test_startup.py`` checks that they agree).
+"""
+
+from __future__ import annotations
+
+from irpass.transform.config import ConfigOption
+
+__all__ = ["CONFIG_OPTIONS"]
+
+CONFIG_OPTIONS: list[ConfigOption] = [
+    ConfigOption(
+        "std.Canonicalize.max_rounds",
+        int,
+        100,  # irpass.ir.dataflow_pattern.DEFAULT_MAX_ROUNDS
+        "Canonicalize: rewrite rounds per function before the rules still firing are left out",
+    ),
+    ConfigOption(
+        "std.CombineParallelDense.min_num_branches",
+        int,
+        3,
+        "CombineParallelDense: the fewest dense/matmul calls sharing one input that are "
+        "combined into one call and a split (at least 2)",
+    ),
+    ConfigOption(
+        "std.FoldConstant.max_elements",
+        int,
+        None,
+        "FoldConstant leaves alone a call whose folded result would have more elements "
+        "than this (unset: no limit)",
+    ),
+    ConfigOption(
+        "std.FuseOps.max_depth",
+        int,
+        256,
+        "FuseOps: the most nodes (op calls, tuples, projections) in one fused group",
+    ),
+    ConfigOption(
+        "std.AlterOpLayout.desired_layouts",
+        str,
+        "",
+        "Layouts AlterOpLayout converts ops to, as 'op=layout[,kernel_layout]' entries "
+        "separated by ';' (e.g. 'nn.conv2d=NHWC,default; nn.max_pool2d=NHWC'); empty: "
+        "no conversion",
+    ),
+    ConfigOption(
+        "std.SimplifyExpr.finite_math",
+        bool,
+        False,
+        "SimplifyExpr: assume no inf/nan values and rewrite x * 0 to zeros",
+    ),
+    ConfigOption(
+        "std.SimplifyInference.decompose_layer_norm",
+        bool,
+        False,
+        "SimplifyInference: decompose nn.layer_norm into mean/subtract/sqrt/divide ops",
+    ),
+]
