@@ -162,6 +162,22 @@ def test_json_is_one_object_with_the_documented_keys(work):
     assert rec["onnx_nodes"] is None and rec["check"] is None
 
 
+def test_json_of_a_failed_run_is_a_failure_record(work):
+    (work / "bad.txt").write_text("def @main(")
+    proc = irpass_run(work, "optimize", "bad.txt", "-o", "out.txt", "--json")
+    assert proc.returncode == 2
+    rec = json.loads(proc.stdout)
+    assert (rec["model"], rec["status"], rec["exit"], rec["output"]) == (
+        "bad.txt",
+        "failed",
+        2,
+        None,
+    )
+    assert rec["error"].startswith("bad.txt:1:")
+    assert proc.stderr.startswith(b"irpass: error: bad.txt:1:")  # as without --json
+    assert not (work / "out.txt").exists()
+
+
 def test_onnx_output_counts_the_written_files_nodes(work):
     onnx = pytest.importorskip("onnx")
     pytest.importorskip("irpass_onnx")

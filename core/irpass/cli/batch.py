@@ -34,7 +34,7 @@ from .errors import UsageError
 from .info import format_table
 from .optimize import STDIO, _check_output_path, format_named, optimize_model
 from .progress import Progress
-from .summary import human_bytes, human_seconds
+from .summary import failure_record, human_bytes, human_seconds
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -132,8 +132,6 @@ def _optimize_one(
     args: argparse.Namespace, settings: Settings, model: str, out: str
 ) -> dict[str, Any]:
     """One model's JSON record; a failure becomes a record with its exit code and error."""
-    from .main import describe_error
-
     one = copy.copy(args)
     one.model, one.models, one.output, one.output_dir = model, [model], out, None
     one.quiet, one.json, one.report, one.jobs = True, False, None, 1
@@ -141,15 +139,7 @@ def _optimize_one(
     try:
         return optimize_model(one, settings).record()
     except Exception as exc:  # the others go on: the failure is this model's row
-        code, message = describe_error(exc)
-        return {
-            "model": model,
-            "output": None,
-            "status": "failed",
-            "exit": code,
-            "error": message,
-            "time": {"total": round(perf_counter() - start, 6)},
-        }
+        return failure_record(model, exc, perf_counter() - start)
 
 
 def _worker(args: argparse.Namespace, model: str, out: str) -> dict[str, Any]:

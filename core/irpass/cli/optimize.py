@@ -72,7 +72,7 @@ from .reproducer import (
     read_reproducer,
     write_reproducer,
 )
-from .summary import RunSummary, count_ops, file_size
+from .summary import RunSummary, count_ops, failure_record, file_size
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -440,8 +440,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.jobs != 1:
         raise UsageError("-j runs several models at once: give them with --output-dir DIR")
     args.model = args.models[0] if args.models else None
-    with Progress(enabled=False if args.quiet else None) as progress:
-        summary = optimize_model(args, settings, progress)
+    start = perf_counter()
+    try:
+        with Progress(enabled=False if args.quiet else None) as progress:
+            summary = optimize_model(args, settings, progress)
+    except Exception as exc:
+        if args.json:  # a script reads the failure where it reads a success
+            record = failure_record(args.model or "example", exc, perf_counter() - start)
+            sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        raise  # and the error line on stderr, with its exit code, as without --json
     if args.json:
         sys.stdout.write(json.dumps(summary.record(), indent=2) + "\n")
     elif not args.quiet:

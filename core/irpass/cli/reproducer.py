@@ -48,8 +48,15 @@ if TYPE_CHECKING:
     from ..ir.module import IRModule
     from ..transform import Pass, PassInfo
 
-__all__ = ["Positions", "Reproducer", "check_reproducer_dir", "failing_point", "pipeline_text",
-           "read_reproducer", "write_reproducer"]
+__all__ = [
+    "Positions",
+    "Reproducer",
+    "check_reproducer_dir",
+    "failing_point",
+    "pipeline_text",
+    "read_reproducer",
+    "write_reproducer",
+]
 
 FORMAT = 1  # the layout of reproducer.json
 _MODULE = "module.txt"
@@ -88,8 +95,9 @@ class Reproducer:
     failure: dict[str, Any]
 
 
-def failing_point(pipeline: Sequential, err: PassError, positions: Positions,
-                  start: IRModule) -> tuple[IRModule, list[Pass]]:
+def failing_point(
+    pipeline: Sequential, err: PassError, positions: Positions, start: IRModule
+) -> tuple[IRModule, list[Pass]]:
     """The module before the pass that failed and the passes from it on (flattened out
     of the Sequentials it sat in); the whole pipeline and ``start`` when the path does
     not lead into ``pipeline``."""
@@ -112,7 +120,7 @@ def failing_point(pipeline: Sequential, err: PassError, positions: Positions,
     # the innermost level from the failing pass on, then what follows at each level out
     rest: list[Pass] = []
     for depth, (seq, index) in enumerate(reversed(seqs)):
-        rest.extend(seq.passes[index:] if depth == 0 else seq.passes[index + 1:])
+        rest.extend(seq.passes[index:] if depth == 0 else seq.passes[index + 1 :])
     return module, rest
 
 
@@ -127,8 +135,9 @@ def pipeline_text(passes: list[Pass]) -> str:
         elif isinstance(p, Sequential):
             parts.append(f"seq({pipeline_text(list(p.passes))})")
         else:
-            raise ValueError(f"pass {name!r} is not registered, so a pipeline string cannot "
-                             "name it")
+            raise ValueError(
+                f"pass {name!r} is not registered, so a pipeline string cannot name it"
+            )
     return ",".join(parts)
 
 
@@ -145,13 +154,26 @@ def _plugins() -> list[dict[str, Any]]:
     for record in get_plugin_manager().records():
         if record.status != "loaded":
             continue
-        out.append({"name": record.name, "source": record.source, "module": record.module,
-                    "dist": record.dist, "version": record.version})
+        out.append(
+            {
+                "name": record.name,
+                "source": record.source,
+                "module": record.module,
+                "dist": record.dist,
+                "version": record.version,
+            }
+        )
     return out
 
 
-def write_reproducer(directory: str | Path | None, module: IRModule, passes: list[Pass],
-                     ctx: PassContext, options: dict[str, Any], err: PassError) -> Path:
+def write_reproducer(
+    directory: str | Path | None,
+    module: IRModule,
+    passes: list[Pass],
+    ctx: PassContext,
+    options: dict[str, Any],
+    err: PassError,
+) -> Path:
     """Write a reproducer of ``err`` (see the module docs); return its directory."""
     if directory is None:
         path = Path(tempfile.mkdtemp(prefix="irpass-reproducer-"))
@@ -176,13 +198,19 @@ def write_reproducer(directory: str | Path | None, module: IRModule, passes: lis
         "config": {k: v for k, v in ctx.config.explicit.items() if _jsonable(v)},
         "options": options,
         "plugins": _plugins(),
-        "failure": {"pass": err.pass_name, "path": list(err.path),
-                    "kind": type(err).__name__, "message": str(err)},
+        "failure": {
+            "pass": err.pass_name,
+            "path": list(err.path),
+            "kind": type(err).__name__,
+            "message": str(err),
+        },
     }
     (path / _JSON).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (path / "README.txt").write_text(
         f"irpass {irpass.__version__}: pass {err.pass_name!r} failed ({type(err).__name__}).\n"
-        f"Rerun: irpass optimize --reproduce {path}\n", encoding="utf-8")
+        f"Rerun: irpass optimize --reproduce {path}\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -191,8 +219,10 @@ def check_reproducer_dir(directory: str | Path) -> None:
     before the run, so a failure's message is not lost to a bad ``--reproducer``)."""
     path = Path(directory)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise UsageError(f"--reproducer: {str(path)!r} exists and is not an empty "
-                         "directory; give a new or empty one")
+        raise UsageError(
+            f"--reproducer: {str(path)!r} exists and is not an empty "
+            "directory; give a new or empty one"
+        )
 
 
 def _jsonable(value: Any) -> bool:
@@ -217,23 +247,40 @@ def read_reproducer(directory: str | Path) -> Reproducer:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UsageError(f"{where}: {_JSON} is not a reproducer of this format")
     if data.get("irpass") != irpass.__version__:
-        raise UsageError(f"{where}: written by irpass {data.get('irpass')}, this is irpass "
-                         f"{irpass.__version__}; rerun it with that version")
+        raise UsageError(
+            f"{where}: written by irpass {data.get('irpass')}, this is irpass "
+            f"{irpass.__version__}; rerun it with that version"
+        )
     loaded = {r.name: r for r in get_plugin_manager().records() if r.status == "loaded"}
     for plugin in data.get("plugins", []):
         if plugin["name"] not in loaded:
-            origin = (f"{plugin['dist']} {plugin['version'] or ''}".strip()
-                      if plugin.get("dist") else f"module {plugin.get('module')}")
+            origin = (
+                f"{plugin['dist']} {plugin['version'] or ''}".strip()
+                if plugin.get("dist")
+                else f"module {plugin.get('module')}"
+            )
             hint = f"-p {plugin['module']}" if plugin.get("source") == "-p" else "install it"
-            raise UsageError(f"{where}: the failing run had plugin {plugin['name']!r} "
-                             f"({origin}), which is not loaded now; {hint}")
+            raise UsageError(
+                f"{where}: the failing run had plugin {plugin['name']!r} "
+                f"({origin}), which is not loaded now; {hint}"
+            )
     if data.get("pipeline") is None:
-        raise UsageError(f"{where}: the pipeline could not be written as a string "
-                         f"({data.get('pipeline_problem')}); rerun it from Python")
+        raise UsageError(
+            f"{where}: the pipeline could not be written as a string "
+            f"({data.get('pipeline_problem')}); rerun it from Python"
+        )
     try:
         module = load(path / _MODULE)
     except (OSError, irpass.IRPassError) as exc:
         raise UsageError(f"{where}: cannot load {_MODULE}: {exc}") from None
-    return Reproducer(path, module, data["pipeline"], data["opt_level"],
-                      data["required_pass"], data["disabled_pass"], data["config"],
-                      data.get("options", {}), data["failure"])
+    return Reproducer(
+        path,
+        module,
+        data["pipeline"],
+        data["opt_level"],
+        data["required_pass"],
+        data["disabled_pass"],
+        data["config"],
+        data.get("options", {}),
+        data["failure"],
+    )

@@ -22,7 +22,15 @@ from typing import Any
 from ..ir import Call, Function, IRModule, Op
 from .info import format_table
 
-__all__ = ["OpCounts", "RunSummary", "count_ops", "file_size", "human_bytes", "human_seconds"]
+__all__ = [
+    "OpCounts",
+    "RunSummary",
+    "count_ops",
+    "failure_record",
+    "file_size",
+    "human_bytes",
+    "human_seconds",
+]
 
 _WIDTH = 100  # where the summary's pass list wraps
 
@@ -211,6 +219,22 @@ class RunSummary:
                 lines.append("")
                 lines.extend("  " + row for row in table)
         return "\n".join(lines) + "\n"
+
+
+def failure_record(model: str, exc: BaseException, seconds: float) -> dict[str, Any]:
+    """The JSON record of a run that failed with ``exc`` after ``seconds``: ``status``
+    ``"failed"``, ``exit`` (the code the command exits with) and ``error`` (its message)."""
+    from .main import describe_error  # the one mapping of errors to codes and messages
+
+    code, message = describe_error(exc)
+    return {
+        "model": model,
+        "output": None,
+        "status": "failed",
+        "exit": code,
+        "error": message,
+        "time": {"total": round(seconds, 6)},
+    }
 
 
 def _pass_list(ran: list[str]) -> str:
