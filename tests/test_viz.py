@@ -173,6 +173,34 @@ def test_repeated_blocks_collapse_to_one_block_and_a_box() -> None:
     assert any(e.src == box.id and e.dst == ids["nn.global_avg_pool2d"] for e in small.edges)
 
 
+def test_blocks_sharing_a_value_all_collapse_and_the_shared_value_stays_outside() -> None:
+    # as BERT's layers share the attention mask, computed once (program order puts its
+    # ops inside the first layer)
+    x = irpass.var("x", shape=(4,), dtype="float32")
+    m = irpass.var("m", shape=(4,), dtype="float32")
+    mask = op.exp(op.negative(m))
+    y = x
+    for _ in range(4):
+        y = op.multiply(op.add(op.nn.relu(y), mask), y)
+    graph = viz.build_graph(IRModule.from_expr(Function([x, m], y)))
+    assert graph.collapsed == ["4 \u00d7 a 3-node block"]
+    clusters = {c.id: c.label for c in graph.clusters}
+    where = {b.title: clusters.get(b.cluster) for b in graph.boxes}
+    assert where["nn.relu"] == where["add"] == where["multiply"] == "block 1 of 4"
+    assert where["exp"] == where["negative"] == "@main"
+
+
+def test_copies_side_by_side_are_not_collapsed() -> None:
+    x = irpass.var("x", shape=(4,), dtype="float32")
+
+    def branch() -> irpass.Expr:
+        return op.exp(op.nn.relu(op.tanh(x)))
+
+    mod = IRModule.from_expr(Function([x], op.add(op.add(branch(), branch()), branch())))
+    graph = viz.build_graph(mod)
+    assert graph.collapsed == [] and len(graph.boxes) == 12
+
+
 def test_find_runs() -> None:
     from irpass.viz.graph import find_runs
 

@@ -19,12 +19,16 @@ A node is drawn in the innermost cluster that holds every use of it (as
 used in both branches is drawn outside the ``if``.
 
 Readability of large models: with ``collapse`` the repeated blocks of a
-program (the bottlenecks of a ResNet, the layers of a BERT) are found as runs
-of equal op sequences (each node's op, attributes and nearby wiring, in
-program order) and every copy after the first becomes one box
-"× k more (collapsed: ...)". With ``max_nodes`` the picture keeps the boxes
-nearest the result (breadth first, against the data flow) and one note box
-says how many were left out.
+program (the bottlenecks of a ResNet, the layers of a BERT) are drawn once,
+framed "block 1 of k", and every copy after the first becomes one box
+"× k-1 more". Each cluster's nodes are put in order of depth (program order
+among equals); a run is a stretch of that order whose nodes' ops and
+attributes repeat back to back (:func:`find_runs`), whose copies are wired
+alike, each using the copy before (:func:`_copies_alike`; copies side by side
+are not a run). A first copy with shared values' ops mixed into it (BERT's
+attention mask) is found too (:func:`_copy_before`). With ``max_nodes`` the
+picture keeps the boxes nearest the result (breadth first, against the data
+flow) and one note box says how many were left out.
 
 Everything is iterative and linear in the program's size, apart from the
 structural hash of nested functions, ``let`` chains and ``if`` nodes, which
@@ -34,7 +38,9 @@ costs their size once per level of nesting.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -58,7 +64,6 @@ _MAX_ATTRS = 5  # attribute lines on a box; more end in "..."
 _MAX_ATTR_TEXT = 40
 _FEW_VALUES = 4  # values shown of a constant larger than elide_constants
 _VALUES_PER_LINE = 8
-_NEAR = 32  # a use this close (in program order) is part of a node's repeat signature
 _CANDIDATES = 16  # periods tried per position when looking for repeats
 _MIN_COLLAPSE = 4  # a run is collapsed when it hides at least this many nodes
 
@@ -612,7 +617,9 @@ class _Builder:
         # -- repeated blocks ------------------------------------------------------------
         hidden_by: dict[str, Box] = {}  # box id -> the collapsed box standing for it
         if self.collapse:
-            hidden_by = self._collapse(order, scope, box_of, owned, inline_fn, uses, root, op_names)
+            hidden_by = self._collapse(
+                order, scope, box_of, owned, inline_fn, uses, root, op_names, alias
+            )
 
         # -- emit -------------------------------------------------------------------------
         seen_edges: set[tuple[str, str, str]] = set()
@@ -689,6 +696,7 @@ class _Builder:
         uses: dict[Expr, int],
         root: Expr,
         op_names: dict[int, list[str]],
+        alias: dict[Var, Expr],
     ) -> dict[str, Box]:
         """Find runs of repeated blocks in each cluster's program order; hide every copy
         after the first behind one box. Returns hidden box id -> collapsed box."""
@@ -704,6 +712,24 @@ class _Builder:
             if t is Call and n.op in inline_fn:
                 owned[n] = owned.get(n.op, [])
             seqs.setdefault(scope.get(n), []).append(n)
+        # Each cluster's elements in order of their depth (the longest path from a leaf),
+        # program order among equals: a value that copies share (the attention mask of
+        # BERT's layers) then comes before the copies instead of inside the first one,
+        # where the post-order puts it; the copies, each deeper than the one before,
+        # stay back to back.
+        level: dict[Expr, int] = {}
+        for n in order:
+            t = type(n)
+            if t is Var:
+                value = alias.get(n)
+                level[n] = 0 if value is None else level.get(value, 0)
+            elif t is Constant or t is GlobalVar:
+                level[n] = 0
+            else:
+                level[n] = 1 + max((level.get(c, 0) for c in _children(n)), default=0)
+        index = {n: i for i, n in enumerate(order)}
+        for seq in seqs.values():
+            seq.sort(key=lambda n: (level[n], index[n]))
         # clusters brought along by each element: the clusters it owns and their insides
         children_of: dict[int, list[int]] = {}
         for c, p in enumerate(self.cluster_parent):
@@ -733,18 +759,37 @@ class _Builder:
                 stack.extend(children_of.get(c, ()))
             return names
 
+        def operands(n: Expr) -> list[Expr]:
+            """``n``'s operands, a let's var as the value it names."""
+            out = []
+            for c in _children(n):
+                while type(c) is Var and c in alias:
+                    c = alias[c]
+                out.append(c)
+            return out
+
         for s, seq in seqs.items():
-            tokens = self._tokens(seq, uses)
+            pos = {n: i for i, n in enumerate(seq)}
+            ops_of = [operands(n) for n in seq]
+            tokens = self._tokens(seq, ops_of, pos)
             weights = [1 + sum(total[c] for c in owned.get(n, ())) for n in seq]
-            for start, length, count in find_runs(tokens, weights):
-                first = seq[start : start + length]
-                size = sum(weights[start : start + length])
-                rest = seq[start + length : start + length * count]
+
+            alike = partial(_copies_alike, ops_of, pos)
+            floor = 0  # where the last run ended
+            for start, length, count in find_runs(tokens, weights, alike):
+                first_at: Sequence[int] = range(start, start + length)
+                rest_at = range(start + length, start + length * count)
+                earlier = _copy_before(tokens, ops_of, pos, start, length, floor)
+                if earlier is not None:
+                    first_at, rest_at = earlier, range(start, start + length * count)
+                    count += 1
+                floor = start + length * count
+                first = [seq[j] for j in first_at]
+                size = sum(weights[j] for j in first_at)
                 box = self._box("collapsed", f"\u00d7 {count - 1} more", [])
-                hidden = 0
-                for n in rest:
+                for j in rest_at:
+                    n = seq[j]
                     hidden_nodes[n] = box
-                    hidden += 1
                     stack = list(owned.get(n, ()))
                     while stack:
                         c = stack.pop()
@@ -782,14 +827,14 @@ class _Builder:
         self.graph.clusters = [c for c in self.graph.clusters if int(c.id[1:]) not in gone]
         return out
 
-    def _tokens(self, seq: list[Expr], uses: dict[Expr, int]) -> list[int]:
-        """Each element's repeat signature as a small int: its kind (op and attributes,
-        or the structural hash of what it holds) and the distance to each nearby value
-        it uses (values used by more than two nodes, as a shared mask, only as "far")."""
-        pos = {n: i for i, n in enumerate(seq)}
+    @staticmethod
+    def _tokens(seq: list[Expr], ops_of: list[list[Expr]], pos: dict[Expr, int]) -> list[int]:
+        """Each element's kind as a small int: its op and attributes (or the structural
+        hash of what it holds) and, per operand, whether it is a constant. The wiring is
+        compared by :func:`_wiring` once a run is found."""
         intern: dict[tuple, int] = {}
         out = []
-        for i, n in enumerate(seq):
+        for n, operands in zip(seq, ops_of, strict=True):
             t = type(n)
             if t is Call:
                 op = n.op
@@ -807,21 +852,105 @@ class _Builder:
                 head = ("tuple", len(n.fields))
             else:
                 head = (t.__name__, structural_hash(n))
-            refs = []
-            for c in _children(n):
-                j = pos.get(c)
-                if j is not None:
-                    d = i - j
-                    refs.append(d if d <= _NEAR and uses.get(c, 0) <= 2 else "far")
-                else:
-                    refs.append(type(c).__name__)
-            key = (head, tuple(refs))
-            out.append(intern.setdefault(key, len(intern) + 1))
+            # a param and a computed value alike: the first copy of a block takes a
+            # param where the others take the copy before's result
+            kinds = tuple("c" if type(c) is Constant else "v" for c in operands)
+            out.append(intern.setdefault((head, kinds), len(intern) + 1))
         return out
 
     def finish(self) -> Graph:
         """The graph built so far."""
         return self.graph
+
+
+def _wiring(
+    ops_of: list[list[Expr]], pos: dict[Expr, int], at: Sequence[int], before: Sequence[int]
+) -> list[tuple]:
+    """How the elements at positions ``at`` (a copy of a block) are wired, per operand:
+    ``("in", k)`` the k-th element of the copy, ``("prev", k)`` the k-th of ``before``
+    (the copy before), ``("out",)`` another element, ``("leaf",)`` a var or constant."""
+    inside = {j: k for k, j in enumerate(at)}
+    prev = {j: k for k, j in enumerate(before)}
+    out: list[tuple] = []
+    for i in at:
+        for x in ops_of[i]:
+            j = pos.get(x)
+            if j is None:
+                out.append(("leaf",))
+            elif j in inside:
+                out.append(("in", inside[j]))
+            elif j in prev:
+                out.append(("prev", prev[j]))
+            else:
+                out.append(("out",))
+    return out
+
+
+def _fits_first(first: list[tuple], pattern: list[tuple]) -> bool:
+    """Whether the first copy's wiring is the others' (it takes from outside, or from a
+    param, what they take from the copy before)."""
+    return len(first) == len(pattern) and all(
+        w == p or (w[0] in ("out", "leaf") and p[0] == "prev")
+        for w, p in zip(first, pattern, strict=True)
+    )
+
+
+def _copies_alike(
+    ops_of: list[list[Expr]], pos: dict[Expr, int], start: int, length: int, count: int
+) -> int:
+    """How many copies from ``start`` on are wired alike (:func:`_wiring`): 0 unless the
+    first two are, and the copies follow one another (each uses the one before): copies
+    side by side, as the q, k and v projections of attention, are no run."""
+
+    def copy(c: int) -> range:
+        return range(start + c * length, start + (c + 1) * length)
+
+    pattern = _wiring(ops_of, pos, copy(1), copy(0))
+    if not any(w[0] == "prev" for w in pattern):
+        return 0
+    if not _fits_first(_wiring(ops_of, pos, copy(0), ()), pattern):
+        return 0
+    alike = 2
+    while alike < count and _wiring(ops_of, pos, copy(alike), copy(alike - 1)) == pattern:
+        alike += 1
+    return alike
+
+
+def _copy_before(
+    tokens: list[int],
+    ops_of: list[list[Expr]],
+    pos: dict[Expr, int],
+    start: int,
+    length: int,
+    floor: int,
+) -> list[int] | None:
+    """The positions of one more copy of the block at ``start`` just before it, with
+    other elements between them, or None.
+
+    Program order puts a value that the copies share (the attention mask of BERT's
+    layers, computed once, used by every layer) inside the first copy, which then
+    differs from the rest; here the first copy is found again by matching the block's
+    tokens backwards from ``start`` (above ``floor``), stepping over at most ``length``
+    other elements, and its wiring is checked as any copy's.
+    """
+    t = length - 1
+    p = start - 1
+    matched: list[int] = []
+    skipped = 0
+    while t >= 0 and p >= floor and skipped <= length:
+        if tokens[p] == tokens[start + t]:
+            matched.append(p)
+            t -= 1
+        else:
+            skipped += 1
+        p -= 1
+    if t >= 0 or not skipped:
+        return None
+    matched.reverse()
+    pattern = _wiring(ops_of, pos, range(start, start + length), matched)
+    if not any(w[0] == "prev" for w in pattern):
+        return None
+    return matched if _fits_first(_wiring(ops_of, pos, matched, ()), pattern) else None
 
 
 def _op_list(names: list[str]) -> str:
@@ -832,7 +961,11 @@ def _op_list(names: list[str]) -> str:
     return f"{len(names)} op calls: {text}"
 
 
-def find_runs(tokens: list[int], weights: list[int] | None = None) -> list[tuple[int, int, int]]:
+def find_runs(
+    tokens: list[int],
+    weights: list[int] | None = None,
+    alike: Callable[[int, int, int], int] | None = None,
+) -> list[tuple[int, int, int]]:
     """Runs of a block repeated back to back: ``(start, length, count)`` with
     ``tokens[start + i*length : start + (i+1)*length]`` equal for ``i < count``.
 
@@ -841,7 +974,8 @@ def find_runs(tokens: list[int], weights: list[int] | None = None) -> list[tuple
     windows are found with a rolling hash and confirmed element by element, so the cost
     is linear in practice (each confirmed window is then skipped). ``weights`` (default
     1 each) count what each token stands for: a run is kept when the copies after the
-    first weigh at least a few nodes.
+    first weigh at least a few nodes. ``alike(start, length, count)``, when given, says
+    how many of the copies really are one block (their wiring): fewer than 2, no run.
     """
     n = len(tokens)
     if n < 2:
@@ -869,7 +1003,7 @@ def find_runs(tokens: list[int], weights: list[int] | None = None) -> list[tuple
     runs: list[tuple[int, int, int]] = []
     i = 0
     while i < n:
-        best: tuple[int, int, int] | None = None
+        best: tuple[int, int, int, int] | None = None
         j = nxt[i]
         tries = 0
         while j != -1 and tries < _CANDIDATES:
@@ -885,25 +1019,34 @@ def find_runs(tokens: list[int], weights: list[int] | None = None) -> list[tuple
                     and tokens[i:j] == tokens[i + count * length : i + (count + 1) * length]
                 ):
                     count += 1
-                gain = acc[i + count * length] - acc[j]
-                if best is None or gain > best[2]:
-                    best = (length, count, gain)
+                # The earliest start can cut a block in two when what precedes the run
+                # ends like a block does (a relu before blocks ending in relu); a block
+                # ends with its output, which what follows the run uses: so shift the
+                # copies as far right as the tokens after the run allow.
+                end = i + count * length
+                shift = 0
+                while (
+                    shift < length - 1
+                    and end + shift < n
+                    and tokens[end + shift] == tokens[i + shift]
+                ):
+                    shift += 1
+                start = i + shift
+                if alike is not None:
+                    found = count
+                    count = alike(start, length, found)
+                    if count < 2 and shift:
+                        start, count = i, alike(i, length, found)
+                if count >= 2:
+                    gain = acc[start + count * length] - acc[start + length]
+                    if best is None or gain > best[3]:
+                        best = (start, length, count, gain)
             j = nxt[j]
             tries += 1
-        if best is not None and best[2] >= _MIN_COLLAPSE:
-            length, count, _ = best
-            # The earliest start can cut a block in two when what precedes the run ends
-            # like a block does (a relu before a block ending in relu); a block ends with
-            # its output, which what follows the run uses: so shift the copies as far
-            # right as the tokens after the run allow.
-            end = i + count * length
-            shift = 0
-            while (
-                shift < length - 1 and end + shift < n and tokens[end + shift] == tokens[i + shift]
-            ):
-                shift += 1
-            runs.append((i + shift, length, count))
-            i = end + shift
+        if best is not None and best[3] >= _MIN_COLLAPSE:
+            start, length, count, _ = best
+            runs.append((start, length, count))
+            i = start + count * length
         else:
             i += 1
     return runs
