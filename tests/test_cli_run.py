@@ -7,6 +7,7 @@ and output), many models at once with ``--output-dir``/``-j``, ``--report``.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import struct
@@ -17,8 +18,11 @@ from pathlib import Path
 
 import irpass
 import pytest
+from irpass.cli.progress import Progress
 from irpass.testing import models
 from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
+
+ERASE = "\r\x1b[K"
 
 # three op calls that FuseOps puts into one fused function
 SMALL = """\
@@ -213,6 +217,32 @@ def test_progress_line_on_a_terminal_and_nothing_through_a_pipe(work):
     assert proc.returncode == 0
     assert b"\r" not in proc.stderr and b"\x1b" not in proc.stderr
     assert proc.stderr.startswith(b"irpass optimize: example resnet")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_erases_its_line_before_anything_else_on_stderr(monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setenv("COLUMNS", "30")
+    with Progress() as progress:
+        progress.step("loading a model with a long name")
+        print("irpass: warning: something", file=sys.stderr)
+    assert sys.stderr is term
+    shown = term.getvalue()
+    first = shown.split(ERASE)[1]
+    assert first == "irpass: loading a model wi..."  # 29 columns: the width - 1
+    assert ERASE + "irpass: warning: something\n" in shown
+    assert shown.endswith(("\n", ERASE))  # nothing of the line is left at the end
+    # not a terminal: nothing at all
+    plain = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", plain)
+    with Progress() as progress:
+        progress.step("loading")
+    assert plain.getvalue() == ""
 
 
 def test_quiet_shows_no_progress_on_a_terminal(work):
