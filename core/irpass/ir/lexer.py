@@ -22,6 +22,7 @@ _TOKENS = r"""
       [()\[\]{},;=:]
     | %\d+                                 # graph name  %3
     | Tensor\[\((?:\d+(?:,\ \d+)*,?)?\),\ [A-Za-z_]\w*\]   # a static tensor type, see below
+    | meta\[(?:relay\.)?Constant\]\[\d+\]  # a constant of the metadata, likewise
     | [%@][A-Za-z_]\w*                     # variable %x, global function @f
     | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*      # identifier, op name  nn.conv2d
     | [%@]"(?:[^"\\\n]|\\.)*"              # quoted names %"my var"
@@ -40,7 +41,8 @@ _TOKENS = r"""
 # is one token: types are about half the tokens of a typical module (every
 # param of every fused function has one), and the parser reads such a token
 # with one dict lookup (Parser._type). Any other spelling (other spacing, a
-# comment or a symbolic dim inside) is cut into the usual tokens.
+# comment or a symbolic dim inside) is cut into the usual tokens. The same
+# goes for meta[Constant][k] (seven tokens otherwise).
 _FLAGS = re.VERBOSE | re.DOTALL | re.ASCII
 # Whitespace and comments before each token are skipped; text without any
 # '/' has no comments, and the simpler pattern is a third faster. The empty

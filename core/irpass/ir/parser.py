@@ -385,19 +385,25 @@ class _Parser:
     def _meta_constant(self) -> Constant:
         toks = self.toks
         start = self.i
-        self.i += 1  # 'meta'
-        self.expect("[", "after 'meta'")
-        kind = toks[self.i]
-        if kind not in ("Constant", "relay.Constant"):
-            raise self.error(f"only meta[Constant][k] references exist, got meta[{kind}]")
-        self.i += 1
-        self.expect("]", "after meta[Constant")
-        self.expect("[", "before the constant's index")
-        k_tok = toks[self.i]
-        if not k_tok.isdigit():
-            raise self.error(f"expected the constant's index, got {describe_token(k_tok)}")
-        self.i += 1
-        self.expect("]", "after the constant's index")
+        tok = toks[start]
+        if tok != "meta":
+            # one token from the lexer: meta[Constant][k]
+            k_tok = tok[tok.rindex("[") + 1 : -1]
+            self.i += 1
+        else:
+            self.i += 1
+            self.expect("[", "after 'meta'")
+            kind = toks[self.i]
+            if kind not in ("Constant", "relay.Constant"):
+                raise self.error(f"only meta[Constant][k] references exist, got meta[{kind}]")
+            self.i += 1
+            self.expect("]", "after meta[Constant")
+            self.expect("[", "before the constant's index")
+            k_tok = toks[self.i]
+            if not k_tok.isdigit():
+                raise self.error(f"expected the constant's index, got {describe_token(k_tok)}")
+            self.i += 1
+            self.expect("]", "after the constant's index")
         k = int(k_tok)
         const = self.meta_consts.get(k)
         if const is not None:
@@ -838,7 +844,7 @@ class _Parser:
             self.i += 1
             return self._scalar(tok, self.i - 1)
         if not _is_ident(tok):
-            return None
+            return self._meta_constant() if tok[:5] == "meta[" else None
         if tok == "True" or tok == "False":
             self.i += 1
             return Constant(np.array(tok == "True"))
@@ -1106,6 +1112,11 @@ class _Parser:
                 e = self._make_call(op, args, attrs, start, keys_at)
             else:
                 raise self.error(f"expected an expression, got {describe_token(tok)}")
+        return (yield from self._postfix(e))
+
+    def _postfix(self, e: Expr) -> Generator[Any, Any, Expr]:
+        """``e`` followed by calls ``(...)`` and projections ``.0``, if any."""
+        toks = self.toks
         while True:
             tok = toks[self.i]
             if tok == "(":
@@ -1214,9 +1225,15 @@ class _Parser:
                 if tok in graph:
                     raise self.error(f"duplicate definition of {tok}")
                 self.i += 2
-                e = self._simple()
-                if e is None:
-                    e = yield self._expr()
+                if toks[self.i] == "fn":
+                    # (a fused function: straight to it, one generator less)
+                    e = yield from self._fn()
+                    if toks[self.i] == "(" or toks[self.i][:1] == ".":
+                        e = yield from self._postfix(e)
+                else:
+                    e = self._simple()
+                    if e is None:
+                        e = yield self._expr()
                 if toks[self.i] != ";":
                     raise self.error(f"expected ';' after the definition of {tok}, got "
                                      f"{describe_token(toks[self.i])}")
