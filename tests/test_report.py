@@ -148,6 +148,17 @@ def test_a_pass_an_instrument_refused_is_listed_as_skipped():
     rows = [(r.name, r.skipped) for r in report.records]
     assert ("Nothing", "an instrument's should_run said no") in rows
     assert ("ExpToTanh", None) in rows
+    # refused as the last pass of an inner Sequential: listed inside it, in its place
+    with PassContext(instruments=[_Refuse(), report]):
+        Sequential([Sequential([exp_to_tanh, nothing], name="inner"), exp_to_tanh])(_small())
+    rows = [(r.name, r.depth, r.skipped is not None) for r in report.records]
+    assert rows == [
+        ("sequential", 0, False),
+        ("inner", 1, False),
+        ("ExpToTanh", 2, False),
+        ("Nothing", 2, True),
+        ("ExpToTanh", 1, False),
+    ]
 
 
 class _SignFlip(ExprMutator):

@@ -200,6 +200,7 @@ class ReportInstrument(PassInstrument):
     def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
         """Close the pass's row: its time, and its diff if it changed the module."""
         end = perf_counter()
+        self._note_skip(None)  # the last pass asked about inside this one did not start
         stack = self._stack
         for i in range(len(stack) - 1, -1, -1):
             if stack[i].info is info:
