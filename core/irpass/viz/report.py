@@ -17,10 +17,11 @@ artifacts. Sections fold with ``<details>`` (no script needed):
 The changed region of a function is what the pass made and what it dropped: its
 dataflow nodes (calls, tuples, projections, lets, ifs) that compute nothing the other side
 computed. Nodes are immutable, so rewriting one node rebuilds all its consumers up to the
-result; such a copy (same kind and attributes over unchanged inputs) is matched with its
-original and left out. :func:`changed_region` cuts the rest out as a subgraph (what feeds
-it becomes a parameter named after its producer), capped at ``max_nodes`` nodes in
-dataflow order, and :func:`irpass.viz.to_dot` draws it.
+result; such a copy (same op and attributes, reading the same variables and constants,
+at the same place when the two sides' nodes are lined up in dataflow order) is left out.
+:func:`changed_region` cuts the rest out as a subgraph (what feeds it becomes a parameter
+named after its producer), the first nodes in dataflow order that fit in ``max_nodes``
+boxes, and :func:`irpass.viz.to_dot` draws it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import IRPassError
 from ..ir.expr import Expr
 from ..ir.functor import ExprMutator
 from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -234,12 +236,12 @@ def _cut(region: list[Expr], mod: IRModule | None) -> Expr:
     mutator = ExprMutator()
     mutator.memo.update(inputs)
     cut = mutator.visit(root)
-    try:
-        from ..ir.type_infer import infer_type
+    from ..ir.type_infer import infer_type
 
+    try:
         return infer_type(cut, mod)
-    except Exception:  # noqa: BLE001 - types only label the edges; draw without them
-        return cut
+    except (IRPassError, ValueError, TypeError):  # e.g. a let-bound var of unknown type
+        return cut  # types only label the edges: draw it without them
 
 
 def _label(node: Expr) -> str:
