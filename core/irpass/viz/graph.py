@@ -1011,7 +1011,10 @@ def find_runs(
             if i + 2 * length > n:
                 break
             first = h(i, length)
-            if h(j, length) == first and tokens[i:j] == tokens[j : j + length]:
+            # a multiple of a period already found covers no more and hides less
+            if (best is None or length % best[1]) and (
+                h(j, length) == first and tokens[i:j] == tokens[j : j + length]
+            ):
                 count = 2
                 while (
                     i + (count + 1) * length <= n
