@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model",
         nargs="?",
         metavar="MODEL",
-        help="model file (format by suffix); without it, --example",
+        help="model file (format by suffix); without it, --example (default resnet)",
     )
     parser.add_argument(
         "--example",
