@@ -273,6 +273,15 @@ def test_render_without_dot_says_how_to_get_it(monkeypatch, tmp_path) -> None:
         viz.render("digraph {}", "pdf")
 
 
+def test_a_scalar_used_by_several_calls_is_a_line_of_each() -> None:
+    x = irpass.var("x", shape=(3,), dtype="float32")
+    half = irpass.const(np.float32(0.5))
+    mod = IRModule.from_expr(Function([x], op.multiply(op.exp(op.multiply(x, half)), half)))
+    dot = viz.to_dot(mod)
+    assert len(re.findall(r"<b>multiply</b><br/><font [^>]*>1: float32 0.5</font>", dot)) == 2
+    assert "label=<const" not in dot
+
+
 def test_a_let_bound_constant_used_once_is_a_line_of_its_user() -> None:
     mod = irpass.parse(
         """def @main(%x: Tensor[(3,), float32]) {

@@ -466,10 +466,10 @@ class _Builder:
         box_of: dict[Expr, Box] = {}
         # a constant shown inside its user's box, by the expression the user has for it
         inline_const: dict[Expr, Constant] = {}
-        consumer: dict[Expr, Expr] = {}
+        consumers: dict[Expr, list[Expr]] = {}
         for n in order:
             for c in _children(n):
-                consumer[c] = n
+                consumers.setdefault(c, []).append(n)
         op_names: dict[int, list[str]] = {}
         for n in order:
             t = type(n)
@@ -487,11 +487,18 @@ class _Builder:
                 # the constant as its user sees it: itself, or the var a let binds it to
                 # (A-normal form binds every constant)
                 seen_as: Expr = n
-                user = consumer.get(n)
-                if type(user) is Let and user.value is n and user.var in uses:
-                    seen_as = user.var
-                    user = consumer.get(seen_as)
-                if uses[seen_as] == 1 and n is not root and self._shows_constants(user, inline_fn):
+                users = consumers.get(n, [])
+                if len(users) == 1 and type(users[0]) is Let and users[0].value is n:
+                    seen_as = users[0].var
+                    users = consumers.get(seen_as, [])
+                # a scalar is repeated in each user's box rather than drawn with long edges
+                # to every use (BERT's 0.5, 1 and sqrt(2) in each layer's GELU)
+                if (
+                    users
+                    and (len(users) == 1 or n.data.size <= 1)
+                    and n is not root
+                    and all(self._shows_constants(u, inline_fn) for u in users)
+                ):
                     inline_const[seen_as] = n
                     continue
                 box = self._box("const", "const", constant_text(n.data, self.elide))
