@@ -184,6 +184,9 @@ class _Parser:
         self.tensor_types: dict[str, TensorType] = {}
         self.call_attrs: dict[Any, Attrs] = {}
         self.fn_attrs: dict[tuple[str, ...], Attrs] = {(): EMPTY_ATTRS}
+        # The value of each number, string, True, False or None token read as an
+        # attribute value (what it reads as depends on the token alone).
+        self.scalars: dict[str, Any] = {"True": True, "False": False, "None": None}
 
     def _start(self) -> None:
         """Read the metadata section, or take the ``metadata=`` argument."""
@@ -501,39 +504,56 @@ class _Parser:
         attrs: dict[str, Any] = {}
         attr_toks: list[str] = []
         seen: set[str] = set()
-        while toks[self.i] != ")":
-            tok = toks[self.i]
+        variables = self.vars
+        undo = self.undo
+        tensor_types = self.tensor_types
+        # The cursor lives in `i` (every fused function has a parameter list);
+        # self.i is set before anything that reads it or may raise.
+        i = self.i
+        while toks[i] != ")":
+            tok = toks[i]
             if tok[:1] == "%":
-                if tok[1:2].isdigit():
+                self.i = i
+                c = tok[1:2]
+                if c.isdigit():
                     raise self.error(f"a parameter needs a variable name like %x, not {tok}")
-                name = self._name(tok)
+                name = tok[1:] if c != '"' and c else self._name(tok)
                 if name in seen:
                     raise self.error(f"duplicate parameter {tok} {context}")
                 seen.add(name)
-                self.i += 1
+                i += 1
                 ty = None
-                if toks[self.i] == ":":
-                    self.i += 1
-                    ty = self._type()
+                if toks[i] == ":":
+                    ty = tensor_types.get(toks[i + 1])
+                    if ty is None:
+                        self.i = i + 1
+                        ty = self._type()
+                        i = self.i
+                    else:
+                        i += 2
                 v = Var._unchecked(name, ty)  # a str and a Type (or None)
                 params.append(v)
-                self._define(self.vars, name, v)
+                undo.append((variables, name, variables.get(name, _MISSING)))  # _define
+                variables[name] = v
             else:
-                at = self.i
+                self.i = i
                 if not self._attr_pair(attrs, None, context):
                     raise self.error(
                         f"expected a parameter (%name) or an attribute (key=value) {context}, "
                         f"got {describe_token(tok)}"
                     )
-                attr_toks += toks[at : self.i]
-            if toks[self.i] == ",":
-                self.i += 1
-            elif toks[self.i] != ")":
+                attr_toks += toks[i : self.i]
+                i = self.i
+            tok = toks[i]
+            if tok == ",":
+                i += 1
+            elif tok != ")":
+                self.i = i
                 raise self.error(
                     f"expected ',' or ')' in the parameter list {context}, got "
-                    f"{describe_token(toks[self.i])}"
+                    f"{describe_token(tok)}"
                 )
-        self.i += 1
+        self.i = i + 1
         return params, attrs, tuple(attr_toks)
 
     # -- types --------------------------------------------------------------------------
@@ -757,13 +777,14 @@ class _Parser:
 
     def _attr_scalar(self) -> Any:
         tok = self.toks[self.i]
-        if tok[:1] == '"' and len(tok) > 1:
-            value = self._string(tok)
+        value = self.scalars.get(tok, _MISSING)
+        if value is not _MISSING:
             self.i += 1
             return value
-        if tok in ("True", "False", "None"):
+        if tok[:1] == '"' and len(tok) > 1:
+            value = self.scalars[tok] = self._string(tok)
             self.i += 1
-            return {"True": True, "False": False, "None": None}[tok]
+            return value
         if tok == "-" or (tok == "(" and self._dim_in_parens()):
             return self._attr_dim()  # -n + 9, (n + 1) floordiv 2
         if _is_number(tok):
@@ -774,6 +795,7 @@ class _Parser:
             if dtype is not None:
                 raise self.error(f"attribute values take no dtype suffix: write "
                                  f"{tok[: -len(_suffix(tok))]} instead of {tok}")
+            self.scalars[tok] = value
             self.i += 1
             return value
         if _is_ident(tok):
