@@ -48,6 +48,11 @@ def Scale(factor: float = 2.0, axes: list[int] | None = None, label: str = "s"):
     return module_pass(lambda mod, ctx: mod, opt_level=1, name="Scale")
 
 
+def Needs(k: float):
+    """A pass that cannot be made without its argument."""
+    return module_pass(lambda mod, ctx: mod, opt_level=0, name="Needs")
+
+
 @module_pass(opt_level=3, name="Marker")
 def Marker(mod, ctx):
     """Leaves marker.txt in the working directory."""
@@ -62,7 +67,7 @@ def irpass_register_config_options():
 
 @hookimpl
 def irpass_register_passes():
-    return [Scale, Marker]
+    return [Scale, Marker, Needs]
 
 
 @hookimpl
@@ -195,8 +200,10 @@ def test_passes_json_lists_every_pass(work):
     text = ok(work, "-p", "docmod", "passes")
     assert sorted(by_name) == sorted(line.split()[0] for line in text.splitlines()[1:])
     assert (by_name["InferType"]["plugin"], by_name["InferType"]["opt_level"]) == ("std", 0)
-    assert by_name["ConvertLayout"]["error"] == "needs arguments"
-    assert by_name["ConvertLayout"]["options"][0]["required"] is True
+    assert by_name["Needs"]["error"] == "needs arguments"
+    assert by_name["Needs"]["options"] == [
+        {"name": "k", "type": "float", "default": None, "required": True}
+    ]
     assert by_name["Scale"]["summary"] == "Scale every output by factor (a Pass for tests)"
 
 
@@ -220,6 +227,7 @@ def test_plugins_json(work):
         {"kind": "config option", "name": "docmod.Scale.limit"},
         {"kind": "pass", "name": "Scale"},
         {"kind": "pass", "name": "Marker"},
+        {"kind": "pass", "name": "Needs"},
         {"kind": "pipeline", "name": "Marker (phase end)"},
     ]
     broken = plugins["brokenmod"]

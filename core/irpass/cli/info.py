@@ -174,10 +174,11 @@ class PassDoc:
     plugin: str
     distribution: str | None = None
     version: str | None = None
-    kind: str | None = None  # "FunctionPass", "ModulePass", "Sequential"...
+    kind: str | None = None  # "function pass", "module pass", "sequential"...
     opt_level: int | None = None
     required: list[str] = field(default_factory=list)
-    factory: str = ""  # "module.qualname(signature)"
+    # "module.qualname(signature)"; a lazily declared pass's "package.module:attr" in the list
+    factory: str = ""
     options: list[dict[str, Any]] = field(default_factory=list)
     config: list[dict[str, Any]] = field(default_factory=list)
     summary: str = ""
@@ -191,6 +192,15 @@ def describe_pass(entry: PassEntry, *, whole: bool = False) -> PassDoc:
     """The :class:`PassDoc` of ``entry``, whatever its factory does; with ``whole``, also
     its documentation page, example, config keys and distribution."""
     doc = PassDoc(name=entry.name, plugin=entry.owner)
+    # a pass its plugin declares lazily (the registry's LazyPass) is listed from its
+    # declaration, so that listing imports no pass module (and no numpy)
+    lazy = getattr(entry, "lazy", None)
+    if lazy is not None and not whole:
+        doc.opt_level, doc.required = lazy.info.opt_level, list(lazy.info.required)
+        doc.factory = lazy.target
+        doc.description = rst_to_text(lazy.description)
+        doc.summary = first_paragraph(doc.description).split(". ")[0].rstrip(".")
+        return doc
     made: Pass | None = None
     try:
         made = get_pass(entry.name)
@@ -281,7 +291,8 @@ def _distribution(plugin: str) -> tuple[str | None, str | None]:
 def _docs_page(entry: PassEntry) -> Path | None:
     """``docs/<Pass>.md`` in the package of the module that defines the pass's factory
     (e.g. ``irpass_std/docs/FoldConstant.md``): where a pack keeps a pass's page."""
-    top = entry.origin.split(".", 1)[0]
+    lazy = getattr(entry, "lazy", None)
+    top = (lazy.target if lazy is not None else entry.origin).split(".", 1)[0]
     try:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):

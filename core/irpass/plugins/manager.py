@@ -26,7 +26,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -38,7 +38,6 @@ from ..transform import pipeline
 from ..transform import registry as passes
 from ..transform.config import ConfigOption
 from ..transform.passes import Pass
-from ..transform.rewrites import RuleSet, RuleSetEntry
 from . import hookspec
 from .bridge import HookInstrument
 from .specs import (
@@ -50,6 +49,11 @@ from .specs import (
     PluginSettings,
     PluginWarning,
 )
+
+if TYPE_CHECKING:
+    # imported where a plugin registers a rule set: the pattern machinery behind it (and
+    # numpy) is not needed to load plugins that register none
+    from ..transform.rewrites import RuleSetEntry
 
 __all__ = ["PluginManager", "entry_points"]
 
@@ -386,6 +390,8 @@ class PluginManager:
         return key
 
     def _add_rewrites(self, name: str, item: Any) -> str:
+        from ..transform.rewrites import RuleSet, RuleSetEntry
+
         if not isinstance(item, RuleSet):
             raise _Broken(_garbage("irpass_register_rewrites", item, "an irpass.transform.RuleSet"))
         old = self._rewrites.get(item.name)
@@ -547,10 +553,16 @@ def _remove_insertion(owner: str, ins: Any) -> None:
 
 
 def _insertion_problem(ins: Any) -> str:
-    """Why ``ins`` cannot be part of the default pipeline ("" if its pass can be made)."""
-    if passes._PASSES.get(ins.pass_name) is None:
+    """Why ``ins`` cannot be part of the default pipeline ("" if its pass can be made, or
+    is declared lazily and will be checked when the pipeline is planned)."""
+    entry = passes._PASSES.get(ins.pass_name)
+    if entry is None:
         close = _close(ins.pass_name, passes._PASSES)
         return f"no pass of that name is registered{close}"
+    if getattr(entry, "lazy", None) is not None:
+        # a pass declared lazily is imported when first made, not while plugins load:
+        # the pipeline's planner makes it, and leaves it out naming what is wrong
+        return ""
     try:
         passes.get_pass(ins.pass_name, **ins.options)
     except Exception as exc:  # the plugin's options (or factory) are wrong: say how
