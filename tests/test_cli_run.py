@@ -55,9 +55,18 @@ def ScaleOutput(func, mod, ctx):
                     func.attrs)
 
 
+@module_pass(opt_level=0, name="DieOnDense")
+def DieOnDense(mod, ctx):
+    """Ends its process at once, as a crash in native code would, on a model with a dense."""
+    import os
+    if "nn.dense" in mod.astext():
+        os._exit(70)
+    return mod
+
+
 @hookimpl
 def irpass_register_passes():
-    return [Explode, ScaleOutput]
+    return [Explode, ScaleOutput, DieOnDense]
 '''
 
 
@@ -430,6 +439,33 @@ def test_many_models_json_and_a_failing_pass(work):
     recs = json.loads(proc.stdout)
     assert [r["status"] for r in recs] == ["failed", "failed"]
     assert all("boom from Explode" in r["error"] and r["exit"] == 1 for r in recs)
+
+
+def test_a_model_that_kills_its_process_fails_alone(work):
+    (work / "explode_plugin.py").write_text(BROKEN_PLUGIN)
+    irpass.save(models.mlp(), work / "mlp.txt")
+    (work / "small2.txt").write_text(SMALL)
+    proc = irpass_run(
+        work,
+        "--plugin",
+        "explode_plugin",
+        "optimize",
+        "small.txt",
+        "mlp.txt",
+        "small2.txt",
+        "--output-dir",
+        "out",
+        "--pipeline",
+        "DieOnDense",
+        "-j",
+        "2",
+    )
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "2 of 3 written, 1 failed" in err
+    rows = {line.split()[0]: line for line in err.splitlines()[2:] if line.split()}
+    assert "process died" in rows["mlp.txt"]
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["small.txt", "small2.txt"]
 
 
 def test_many_models_never_overwrite_an_input_or_each_other(work):

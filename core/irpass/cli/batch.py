@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -94,22 +95,52 @@ def run_batch(args: argparse.Namespace, settings: Settings) -> int:
                 progress.update(f"{i} of {len(jobs)} models done, now {model}")
                 records[i] = _optimize_one(args, settings, model, out)
         else:
-            # spawn: a fresh interpreter per worker, as on every platform (fork would copy
-            # this process's threads and plugin state)
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                futures = {
-                    pool.submit(_worker, args, model, out): i for i, (model, out) in enumerate(jobs)
-                }
-                for done, future in enumerate(as_completed(futures), 1):
-                    records[futures[future]] = future.result()
-                    progress.update(f"{done} of {len(jobs)} models done")
+            _in_processes(args, jobs, workers, records, progress)
+            # a worker that dies breaks the pool and every model it still held: those
+            # run again, each alone, so that a crash fails only the model that crashed
+            for i in [i for i, r in enumerate(records) if r is None]:
+                _in_processes(args, [jobs[i]], 1, records, progress, first=i)
+    for i, r in enumerate(records):
+        if r is None:
+            records[i] = {
+                "model": jobs[i][0],
+                "output": None,
+                "status": "failed",
+                "exit": 1,
+                "error": "its process died (a crash in native code, or killed)",
+                "time": {},
+            }
     rows = [r for r in records if r is not None]
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif not args.quiet or any(r["status"] != "ok" for r in rows):
         sys.stderr.write(render_table(rows, workers))
     return max((r.get("exit", 0) for r in rows), default=0)
+
+
+def _in_processes(
+    args: argparse.Namespace,
+    jobs: list[tuple[str, str]],
+    workers: int,
+    records: list[dict[str, Any] | None],
+    progress: Progress,
+    first: int = 0,
+) -> None:
+    """Optimize ``jobs`` in ``workers`` processes into ``records[first:]``; a model whose
+    process died keeps its None."""
+    # spawn: a fresh interpreter per worker, as on every platform (fork would copy this
+    # process's threads and plugin state)
+    context = multiprocessing.get_context("spawn")
+    done = sum(r is not None for r in records)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(_worker, args, model, out): first + i for i, (model, out) in enumerate(jobs)
+        }
+        for future in as_completed(futures):
+            with contextlib.suppress(BrokenProcessPool):
+                records[futures[future]] = future.result()
+                done += 1
+                progress.update(f"{done} of {len(records)} models done")
 
 
 def optimize_file(model: str, output: str, argv: Sequence[str] = ()) -> dict[str, Any]:
