@@ -292,3 +292,54 @@ def test_the_text_format_suffixes_are_the_serializers():
     from irpass.ir import serialize
 
     assert formats.TEXT_FORMAT.suffixes == serialize.TEXT_SUFFIXES
+
+
+# -- LazyInstrument ----------------------------------------------------------------------------
+
+
+def test_loading_the_instruments_plugin_imports_no_instrument():
+    got = _fresh(
+        """
+        from irpass.plugins import load
+        load()
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("irpass.instrument."))))
+        """
+    )
+    assert got == ["irpass.instrument.base", "irpass.instrument.registry"]
+
+
+def test_a_lazy_instrument_is_imported_when_first_asked_for(tmp_path, monkeypatch):
+    from irpass.instrument import (
+        LazyInstrument,
+        PassInstrument,
+        get_instrument,
+        get_instrument_entry,
+        register_instrument,
+    )
+
+    (tmp_path / "lazy_inst_mod.py").write_text(
+        "from irpass.instrument import PassInstrument\n"
+        "class Probe(PassInstrument):\n"
+        '    """Probes."""\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    declared = LazyInstrument("lazy_inst_mod:Probe", "Probes passes.")
+    entry = register_instrument("probe", declared, owner="tests")
+    try:
+        assert entry.description == "Probes passes." and "lazy_inst_mod" not in sys.modules
+        assert isinstance(get_instrument("probe"), PassInstrument)
+        assert get_instrument_entry("probe").factory is sys.modules["lazy_inst_mod"].Probe
+        # the same declaration again is the same registration
+        assert register_instrument("probe", declared, owner="tests").declared is declared
+    finally:
+        sys.modules.pop("lazy_inst_mod", None)
+
+
+def test_a_lazy_instrument_that_cannot_be_imported_names_it():
+    from irpass.instrument import LazyInstrument, get_instrument, register_instrument
+
+    register_instrument("gone", LazyInstrument("no_such_pack:Gone", "Gone."), owner="tests")
+    with pytest.raises(ImportError, match=r"instrument 'gone' \(from 'tests'\).*no_such_pack"):
+        get_instrument("gone")
+    with pytest.raises(ValueError, match="target must be 'package.module:attr'"):
+        LazyInstrument("no_colon", "x")

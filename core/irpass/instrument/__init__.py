@@ -40,6 +40,7 @@ __getattr__, __dir__ = _lazy.attach(
         ".report": ["ReportInstrument"],
         ".registry": [
             "InstrumentEntry",
+            "LazyInstrument",
             "get_instrument",
             "get_instrument_entry",
             "list_instruments",
@@ -56,6 +57,7 @@ __all__ = [
     "CheckEachError",
     "DumpIR",
     "InstrumentEntry",
+    "LazyInstrument",
     "PassInstrument",
     "PassPrintingInstrument",
     "PassTimingInstrument",

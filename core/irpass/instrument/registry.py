@@ -7,12 +7,18 @@ Plugins fill the registry through the ``irpass_register_instruments`` hook;
 ``get_instrument("dump-ir", "build/ir")``.
 
 The registry holds only names: nothing is created, and no instrument joins a
-:class:`~irpass.transform.PassContext`, until someone asks for it by name.
+:class:`~irpass.transform.PassContext`, until someone asks for it by name. A
+plugin may even register a :class:`LazyInstrument` -- where the factory lives
+(``"package.module:attr"``) and its one-line description -- so that loading the
+plugin imports none of its instruments' code: the factory is imported when the
+entry is first asked for (:func:`get_instrument_entry`, :func:`get_instrument`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +29,7 @@ from .base import PassInstrument
 
 __all__ = [
     "InstrumentEntry",
+    "LazyInstrument",
     "get_instrument",
     "get_instrument_entry",
     "list_instruments",
@@ -36,14 +43,53 @@ InstrumentFactory = Callable[..., PassInstrument]
 _NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*\Z")
 
 
+class LazyInstrument:
+    """An instrument factory declared by where it lives (``target``,
+    ``"package.module:attr"``) and what it does (``description``, one line): the
+    registry imports it when the instrument is first asked for by name."""
+
+    def __init__(self, target: str, description: str) -> None:
+        module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
+        if not module or not attr.isidentifier():
+            raise ValueError(
+                f"LazyInstrument: target must be 'package.module:attr', got {target!r}"
+            )
+        self.target = target
+        self.__doc__ = description  # what register_instrument describes the entry by
+
+    def load(self) -> InstrumentFactory:
+        """The factory, imported; ``ImportError`` naming the target if it cannot be."""
+        module, _, attr = self.target.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(
+                f"instrument factory {self.target!r} cannot be imported: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not callable(factory):
+            raise TypeError(f"instrument factory {self.target!r} is not callable: {factory!r}")
+        return factory
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PassInstrument:
+        return self.load()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyInstrument({self.target!r})"
+
+
 @dataclass(frozen=True)
 class InstrumentEntry:
-    """A registered instrument: its name, factory, who registered it and a one-line description."""
+    """A registered instrument: its name, factory, who registered it and a one-line
+    description; ``declared`` is the :class:`LazyInstrument` it was registered as, if
+    it was (``factory`` is then that declaration until first asked for, the imported
+    factory after)."""
 
     name: str
     factory: InstrumentFactory
     owner: str
     description: str
+    declared: LazyInstrument | None = None
 
 
 _INSTRUMENTS: dict[str, InstrumentEntry] = {}
@@ -70,7 +116,8 @@ def register_instrument(
         )
     old = _INSTRUMENTS.get(name)
     if old is not None:
-        if old.factory is factory and old.owner == owner:
+        same = old.factory is factory or (factory is not None and old.declared is factory)
+        if same and old.owner == owner:
             return old
         raise ValueError(
             f"instrument {name!r} is already registered by {old.owner!r}; "
@@ -78,7 +125,8 @@ def register_instrument(
         )
     if not description:
         description = (getattr(factory, "__doc__", None) or "").strip().split("\n")[0]
-    entry = InstrumentEntry(name, factory, owner, description)
+    declared = factory if isinstance(factory, LazyInstrument) else None
+    entry = InstrumentEntry(name, factory, owner, description, declared)
     _INSTRUMENTS[name] = entry
     return entry
 
@@ -99,6 +147,13 @@ def get_instrument_entry(name: str) -> InstrumentEntry:
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
         known = ", ".join(sorted(_INSTRUMENTS)) or "none"
         raise KeyError(f"no instrument named {name!r} is registered{hint} (registered: {known})")
+    if entry.declared is not None and entry.factory is entry.declared:
+        try:
+            factory = entry.declared.load()
+        except (ImportError, TypeError) as exc:
+            raise type(exc)(f"instrument {name!r} (from {entry.owner!r}): {exc}") from exc
+        entry = dataclasses.replace(entry, factory=factory)
+        _INSTRUMENTS[name] = entry
     return entry
 
 
