@@ -5,7 +5,8 @@ same file name, or its stem with ``--format``'s suffix), ``N`` at a time in sepa
 processes (``-j 0``: one per CPU; ``-j 1``, the default, in this process, one after
 the other). A model that fails does not stop the others: its row in the table says
 ``failed`` with the one-line error, the others are still written, and the exit code is
-the worst of the failures' (1 a pass or ``--check`` failed, 2 bad input). Clashes that
+the worst of the failures' (1 a pass or ``--check`` failed, 2 bad input); a model that
+kills its process (a crash in native code) fails alone. Clashes that
 would lose files (two models with one output name, an output that is an input) are
 refused before anything runs.
 
