@@ -553,8 +553,18 @@ def test_bisect_and_reduce_show_progress_on_a_terminal(work):
     assert b"\rirpass: reduce: " in terminal.replace(b"\x1b[K", b"")
     assert b"irpass reduce: small.txt: " in terminal
     code, terminal, out = irpass_on_terminal(
-        work, *wrong, "reduce", "small.txt", "--check", "--pipeline", "InferType,ScaleOutput", "-q"
+        work,
+        *wrong,
+        "reduce",
+        "small.txt",
+        "--check",
+        "--pipeline",
+        "InferType,ScaleOutput",
+        "-q",
+        "-o",
+        "-",
     )
     assert code == 0
     assert terminal == b""
-    irpass.parse(out.decode())
+    irpass.parse(out.decode())  # -o -: standard output, not a file named "-"
+    assert not (work / "-").exists()

@@ -44,11 +44,13 @@ from ..formats import save
 from ..transform import Sequential, get_pass
 from .errors import UsageError
 from .optimize import (
+    STDIO,
     _check_output_path,
     _check_report_path,
     _load_model,
     _report_instrument,
     example_models,
+    write_stdout_model,
 )
 from .progress import Progress
 
@@ -126,7 +128,7 @@ def add_reduce_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         metavar="OUT",
-        help="write the reduced model to OUT instead of printing its text",
+        help="write the reduced model to OUT (-: standard output) instead of printing its text",
     )
     parser.add_argument(
         "--budget",
@@ -187,7 +189,7 @@ def run_bisect(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_reduce(args: argparse.Namespace, settings: Settings) -> int:
     """The ``reduce`` command."""
-    if args.output is not None:
+    if args.output not in (None, STDIO):
         _check_output_path(args.output, args.model)
     chosen = [x for x in (args.test is not None, args.check, args.failing_pass is not None) if x]
     if len(chosen) != 1:
@@ -226,9 +228,8 @@ def run_reduce(args: argparse.Namespace, settings: Settings) -> int:
             raise UsageError(f"reduce {label}: {exc}") from None
     if not args.quiet:
         sys.stderr.write(f"irpass reduce: {label}: " + result.render())
-    if args.output is not None:
+    if args.output not in (None, STDIO):
         save(result.module, args.output)
     else:
-        text = result.module.astext()
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        write_stdout_model(result.module, None)
     return 0
