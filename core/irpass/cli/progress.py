@@ -17,6 +17,8 @@ is 100 lines of code.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sys
 import threading
@@ -36,6 +38,15 @@ def is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # a closed or fake stream
         return False
+
+
+def _columns(stream: Any) -> int:
+    """The width of the terminal ``stream`` is (``COLUMNS`` first, as :mod:`shutil` does);
+    standard output may be a pipe while standard error is the terminal."""
+    if "COLUMNS" not in os.environ:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            return os.get_terminal_size(stream.fileno()).columns or 80
+    return shutil.get_terminal_size().columns
 
 
 class Progress:
@@ -119,7 +130,7 @@ class Progress:
         line = f"{self.prefix}: {self._text}"
         if elapsed >= 1:
             line += f" ({elapsed:.0f} s)"
-        width = shutil.get_terminal_size().columns - 1  # a full line would wrap
+        width = _columns(self.stream) - 1  # a full line would wrap
         if len(line) > width > 3:
             line = line[: width - 3] + "..."
         self.stream.write(_ERASE + line)
