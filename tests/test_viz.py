@@ -202,7 +202,7 @@ def test_copies_side_by_side_are_not_collapsed() -> None:
 
 
 def test_find_runs() -> None:
-    from irpass.viz.graph import find_runs
+    from irpass.viz.repeats import find_runs
 
     assert find_runs([9, 1, 2, 3, 1, 2, 3, 1, 2, 3, 8]) == [(1, 3, 3)]
     assert find_runs([1, 2, 3, 4, 5]) == []

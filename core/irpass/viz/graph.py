@@ -24,9 +24,9 @@ framed "block 1 of k", and every copy after the first becomes one box
 "× k-1 more". Each cluster's nodes are put in order of depth (program order
 among equals); a run is a stretch of that order whose nodes' ops and
 attributes repeat back to back (:func:`find_runs`), whose copies are wired
-alike, each using the copy before (:func:`_copies_alike`; copies side by side
+alike, each using the copy before (:func:`copies_alike`; copies side by side
 are not a run). A first copy with shared values' ops mixed into it (BERT's
-attention mask) is found too (:func:`_copy_before`). With ``max_nodes`` the
+attention mask) is found too (:func:`copy_before`). With ``max_nodes`` the
 picture keeps the boxes nearest the result (breadth first, against the data
 flow) and one note box says how many were left out.
 
@@ -38,34 +38,24 @@ costs their size once per level of nesting.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
-
-import numpy as np
 
 from ..ir import IRModule
 from ..ir.expr import Expr
-from ..ir.literals import format_attr_value, same_attr_value
 from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
-from ..ir.op import REQUIRED, Op
+from ..ir.op import Op
 from ..ir.structural import structural_hash
 from ..ir.type_infer import infer_type
-from ..ir.types import FuncType, TensorType, TupleType, Type
+from .labels import attr_lines, constant_text, short_constant, type_label, value_type
+from .repeats import copies_alike, copy_before, find_runs
 
 __all__ = ["Box", "Cluster", "Edge", "Graph", "build_graph", "DEFAULT_MAX_NODES"]
 
 #: The default cap on the boxes of one picture: about what ``dot`` lays out in a few
 #: seconds and a person can still follow.
 DEFAULT_MAX_NODES = 500
-
-_MAX_ATTRS = 5  # attribute lines on a box; more end in "..."
-_MAX_ATTR_TEXT = 40
-_FEW_VALUES = 4  # values shown of a constant larger than elide_constants
-_VALUES_PER_LINE = 8
-_CANDIDATES = 16  # periods tried per position when looking for repeats
-_MIN_COLLAPSE = 4  # a run is collapsed when it hides at least this many nodes
 
 
 @dataclass(slots=True)
@@ -202,109 +192,6 @@ def _typed_expr(expr: Expr) -> Expr:
 # -- text of boxes and edges ------------------------------------------------------------
 
 
-def type_label(ty: Type | None) -> str:
-    """A value's type as an edge label: ``(1, 64, 56, 56) float32``, ``(n, 128) int64``."""
-    if ty is None:
-        return ""
-    if isinstance(ty, TensorType):
-        dims = ", ".join(str(d) for d in ty.shape)
-        return f"({dims}{',' if len(ty.shape) == 1 else ''}) {ty.dtype}"
-    if isinstance(ty, TupleType):
-        if len(ty.fields) <= 1:
-            return "(" + "".join(type_label(f) + "," for f in ty.fields) + ")"
-        # a tuple's first field is what a reader follows (batch_norm's result)
-        return f"{len(ty.fields)}-tuple ({type_label(ty.fields[0])}, ...)"
-    if isinstance(ty, FuncType):
-        return "fn"
-    return str(ty)
-
-
-def _value_type(e: Expr) -> Type | None:
-    t = e._checked_type
-    if t is None and type(e) is Var:
-        return e.type_annotation
-    if t is None and type(e) is Constant:
-        return TensorType(e.data.shape, e.data.dtype.name)
-    return t
-
-
-def _number(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _values(data: np.ndarray, n: int) -> list[str]:
-    """The first ``n`` values of ``data`` as short texts, ``...`` after them if there are
-    more; none for a dtype numpy cannot list."""
-    try:
-        flat = data.reshape(-1)[:n].tolist()
-    except (TypeError, ValueError):
-        return []
-    texts = [_number(v) for v in flat]
-    if n < data.size:
-        texts.append("...")
-    return texts
-
-
-def constant_text(data: np.ndarray, elide: int) -> list[str]:
-    """A constant's summary: ``float32 (64, 3, 7, 7)`` and a line or two of its values
-    (all of them for at most ``elide`` elements, else the first few and ``...``)."""
-    shape = ", ".join(str(d) for d in data.shape)
-    head = f"{data.dtype.name} ({shape}{',' if data.ndim == 1 else ''})"
-    if elide == 0 or data.size == 0:
-        return [head]
-    if data.ndim == 0:
-        return [f"{data.dtype.name} {_number(data.item())}"]
-    texts = _values(data, data.size if data.size <= elide else min(_FEW_VALUES, elide))
-    lines = [head]
-    for i in range(0, len(texts), _VALUES_PER_LINE):
-        last = i + _VALUES_PER_LINE >= len(texts)
-        chunk = ", ".join(texts[i : i + _VALUES_PER_LINE])
-        lines.append(("[" if i == 0 else " ") + chunk + ("]" if last else ","))
-    return lines
-
-
-def _short_constant(data: np.ndarray, elide: int) -> str:
-    """A constant on one line: ``float32 (16,) [1.472, 1.171, 1.031, ...]`` (no values
-    with ``elide`` 0)."""
-    if data.ndim == 0:
-        return constant_text(data, min(elide, 1))[0]
-    head = constant_text(data, 0)[0]
-    if elide == 0:
-        return head
-    values = _values(data, min(data.size, _FEW_VALUES - 1, elide))
-    return f"{head} [{', '.join(values)}]" if values else head
-
-
-def _attr_lines(call: Call) -> list[str]:
-    op = call.op
-    attrs = call.attrs
-    if not attrs:
-        return []
-    lines: list[str] = []
-    for key, value in attrs.items():
-        try:
-            default = op.attr_default(key)
-        except KeyError:
-            default = REQUIRED
-        if default is not REQUIRED and same_attr_value(value, default):
-            continue
-        if len(lines) == _MAX_ATTRS:
-            lines.append("...")
-            break
-        try:
-            # a picture shows 1e-12, not the digits that read back exactly
-            text = _number(value) if isinstance(value, float) else format_attr_value(value)
-        except TypeError:
-            text = repr(value)
-        line = f"{key}={text}"
-        if len(line) > _MAX_ATTR_TEXT:
-            line = line[: _MAX_ATTR_TEXT - 3] + "..."
-        lines.append(line)
-    return lines
-
-
 def _attr_key(call: Call) -> tuple:
     """The call's attributes as a hashable key for repeat signatures."""
     out = []
@@ -390,15 +277,12 @@ class _Builder:
                 inline_fn.add(n.op)
 
         # -- scopes: users before the values they use (reverse post-order) ----------
-        top: int | None = None
-        if name is not None or type(root) is Function:
-            top = None  # the root function's own cluster is made below, as any function's
-        scope: dict[Expr, int | None] = {root: top}
+        # the top level: a root function's own cluster is made below, as any function's
+        scope: dict[Expr, int | None] = {root: None}
         fixed: set[Expr] = set()
         owned: dict[Expr, list[int]] = {}  # a node and the clusters it brings along
         fn_cluster: dict[Function, int] = {}
         branch: dict[If, tuple[int, int, int]] = {}
-        let_cluster: dict[Let, int] = {}
         let_names: dict[int, list[str]] = {}
         chain: dict[Let, int] = {}
         lca = self._lca
@@ -442,7 +326,6 @@ class _Builder:
                     c = self._new_cluster("let", "let", s)
                     owned[n] = [c]
                     let_names[c] = []
-                let_cluster[n] = c
                 let_names[c].append(n.var.name_hint)
                 use(n.value, c)
                 if type(n.body) is Let and uses.get(n.body) == 1:
@@ -507,7 +390,7 @@ class _Builder:
             elif t is Call:
                 op = n.op
                 if type(op) is Op:
-                    box = self._box("op", op.name, _attr_lines(n))
+                    box = self._box("op", op.name, attr_lines(n))
                     box.pattern = int(op.pattern)
                     if s is not None:
                         op_names.setdefault(s, []).append(op.name)
@@ -538,12 +421,12 @@ class _Builder:
                     for p, a in zip(n.op.params, n.args, strict=False):
                         if a in inline_const:
                             # the constant's line says the param's type too
-                            text = _short_constant(inline_const[a].data, self.elide)
+                            text = short_constant(inline_const[a].data, self.elide)
                             box_of[p].lines = ["= const " + text]
                 elif n in box_of:
                     for i, a in enumerate(n.args):
                         if a in inline_const:
-                            text = _short_constant(inline_const[a].data, self.elide)
+                            text = short_constant(inline_const[a].data, self.elide)
                             box_of[n].lines.append(f"{i}: {text}")
         for fn, c in fn_cluster.items():
             cl = self.graph.clusters[c]
@@ -625,7 +508,7 @@ class _Builder:
         hidden_by: dict[str, Box] = {}  # box id -> the collapsed box standing for it
         if self.collapse:
             hidden_by = self._collapse(
-                order, scope, box_of, owned, inline_fn, uses, root, op_names, alias
+                order, scope, box_of, owned, inline_fn, root, op_names, alias
             )
 
         # -- emit -------------------------------------------------------------------------
@@ -644,7 +527,7 @@ class _Builder:
                 dst = dst_hidden.id
             if src == dst:
                 continue
-            label = prefix + type_label(_value_type(value))
+            label = prefix + type_label(value_type(value))
             key = (src, dst, label)
             if (src_hidden is not None or dst_hidden is not None) and key in seen_edges:
                 continue
@@ -666,7 +549,8 @@ class _Builder:
 
     @staticmethod
     def _shows_constants(user: Expr | None, inline_fn: set[Function]) -> bool:
-        """Whether a constant used once by ``user`` is shown inside ``user``'s drawing."""
+        """Whether a constant that ``user`` uses can be shown inside ``user``'s drawing:
+        a line of a call's box, or of a fused function's param."""
         if type(user) is not Call:
             return False
         op = user.op
@@ -700,13 +584,13 @@ class _Builder:
         box_of: dict[Expr, Box],
         owned: dict[Expr, list[int]],
         inline_fn: set[Function],
-        uses: dict[Expr, int],
         root: Expr,
         op_names: dict[int, list[str]],
         alias: dict[Var, Expr],
     ) -> dict[str, Box]:
-        """Find runs of repeated blocks in each cluster's program order; hide every copy
-        after the first behind one box. Returns hidden box id -> collapsed box."""
+        """Find runs of repeated blocks in each cluster (its nodes in order of depth) and
+        hide every copy after the first behind one box. Returns hidden box id ->
+        collapsed box."""
         seqs: dict[int | None, list[Expr]] = {}
         for n in order:
             t = type(n)
@@ -781,12 +665,12 @@ class _Builder:
             tokens = self._tokens(seq, ops_of, pos)
             weights = [1 + sum(total[c] for c in owned.get(n, ())) for n in seq]
 
-            alike = partial(_copies_alike, ops_of, pos)
+            alike = partial(copies_alike, ops_of, pos)
             floor = 0  # where the last run ended
             for start, length, count in find_runs(tokens, weights, alike):
                 first_at: Sequence[int] = range(start, start + length)
                 rest_at = range(start + length, start + length * count)
-                earlier = _copy_before(tokens, ops_of, pos, start, length, floor)
+                earlier = copy_before(tokens, ops_of, pos, start, length, floor)
                 if earlier is not None:
                     first_at, rest_at = earlier, range(start, start + length * count)
                     count += 1
@@ -870,196 +754,12 @@ class _Builder:
         return self.graph
 
 
-def _wiring(
-    ops_of: list[list[Expr]], pos: dict[Expr, int], at: Sequence[int], before: Sequence[int]
-) -> list[tuple]:
-    """How the elements at positions ``at`` (a copy of a block) are wired, per operand:
-    ``("in", k)`` the k-th element of the copy, ``("prev", k)`` the k-th of ``before``
-    (the copy before), ``("out",)`` another element, ``("leaf",)`` a var or constant."""
-    inside = {j: k for k, j in enumerate(at)}
-    prev = {j: k for k, j in enumerate(before)}
-    out: list[tuple] = []
-    for i in at:
-        for x in ops_of[i]:
-            j = pos.get(x)
-            if j is None:
-                out.append(("leaf",))
-            elif j in inside:
-                out.append(("in", inside[j]))
-            elif j in prev:
-                out.append(("prev", prev[j]))
-            else:
-                out.append(("out",))
-    return out
-
-
-def _fits_first(first: list[tuple], pattern: list[tuple]) -> bool:
-    """Whether the first copy's wiring is the others' (it takes from outside, or from a
-    param, what they take from the copy before)."""
-    return len(first) == len(pattern) and all(
-        w == p or (w[0] in ("out", "leaf") and p[0] == "prev")
-        for w, p in zip(first, pattern, strict=True)
-    )
-
-
-def _copies_alike(
-    ops_of: list[list[Expr]], pos: dict[Expr, int], start: int, length: int, count: int
-) -> int:
-    """How many copies from ``start`` on are wired alike (:func:`_wiring`): 0 unless the
-    first two are, and the copies follow one another (each uses the one before): copies
-    side by side, as the q, k and v projections of attention, are no run."""
-
-    def copy(c: int) -> range:
-        return range(start + c * length, start + (c + 1) * length)
-
-    pattern = _wiring(ops_of, pos, copy(1), copy(0))
-    if not any(w[0] == "prev" for w in pattern):
-        return 0
-    if not _fits_first(_wiring(ops_of, pos, copy(0), ()), pattern):
-        return 0
-    alike = 2
-    while alike < count and _wiring(ops_of, pos, copy(alike), copy(alike - 1)) == pattern:
-        alike += 1
-    return alike
-
-
-def _copy_before(
-    tokens: list[int],
-    ops_of: list[list[Expr]],
-    pos: dict[Expr, int],
-    start: int,
-    length: int,
-    floor: int,
-) -> list[int] | None:
-    """The positions of one more copy of the block at ``start`` just before it, with
-    other elements between them, or None.
-
-    Program order puts a value that the copies share (the attention mask of BERT's
-    layers, computed once, used by every layer) inside the first copy, which then
-    differs from the rest; here the first copy is found again by matching the block's
-    tokens backwards from ``start`` (above ``floor``), stepping over at most ``length``
-    other elements, and its wiring is checked as any copy's.
-    """
-    t = length - 1
-    p = start - 1
-    matched: list[int] = []
-    skipped = 0
-    while t >= 0 and p >= floor and skipped <= length:
-        if tokens[p] == tokens[start + t]:
-            matched.append(p)
-            t -= 1
-        else:
-            skipped += 1
-        p -= 1
-    if t >= 0 or not skipped:
-        return None
-    matched.reverse()
-    pattern = _wiring(ops_of, pos, range(start, start + length), matched)
-    if not any(w[0] == "prev" for w in pattern):
-        return None
-    return matched if _fits_first(_wiring(ops_of, pos, matched, ()), pattern) else None
-
-
 def _op_list(names: list[str]) -> str:
     if not names:
         return ""
     distinct = list(dict.fromkeys(names))
     text = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
     return f"{len(names)} op calls: {text}"
-
-
-def find_runs(
-    tokens: list[int],
-    weights: list[int] | None = None,
-    alike: Callable[[int, int, int], int] | None = None,
-) -> list[tuple[int, int, int]]:
-    """Runs of a block repeated back to back: ``(start, length, count)`` with
-    ``tokens[start + i*length : start + (i+1)*length]`` equal for ``i < count``.
-
-    Greedy from the left; at each position the periods tried are the distances to the
-    next few occurrences of the same token, the one hiding most nodes wins. Equal
-    windows are found with a rolling hash and confirmed element by element, so the cost
-    is linear in practice (each confirmed window is then skipped). ``weights`` (default
-    1 each) count what each token stands for: a run is kept when the copies after the
-    first weigh at least a few nodes. ``alike(start, length, count)``, when given, says
-    how many of the copies really are one block (their wiring): fewer than 2, no run.
-    """
-    n = len(tokens)
-    if n < 2:
-        return []
-    nxt = [-1] * n
-    last: dict[int, int] = {}
-    for i in range(n - 1, -1, -1):
-        nxt[i] = last.get(tokens[i], -1)
-        last[tokens[i]] = i
-    mod = (1 << 61) - 1
-    base = 1_000_003
-    pre = [0] * (n + 1)
-    pw = [1] * (n + 1)
-    for i, t in enumerate(tokens):
-        pre[i + 1] = (pre[i] * base + t) % mod
-        pw[i + 1] = pw[i] * base % mod
-
-    acc = [0] * (n + 1)
-    for i in range(n):
-        acc[i + 1] = acc[i] + (1 if weights is None else weights[i])
-
-    def h(i: int, length: int) -> int:
-        return (pre[i + length] - pre[i] * pw[length]) % mod
-
-    runs: list[tuple[int, int, int]] = []
-    i = 0
-    while i < n:
-        best: tuple[int, int, int, int] | None = None
-        j = nxt[i]
-        tries = 0
-        while j != -1 and tries < _CANDIDATES:
-            length = j - i
-            if i + 2 * length > n:
-                break
-            first = h(i, length)
-            # a multiple of a period already found covers no more and hides less
-            if (best is None or length % best[1]) and (
-                h(j, length) == first and tokens[i:j] == tokens[j : j + length]
-            ):
-                count = 2
-                while (
-                    i + (count + 1) * length <= n
-                    and h(i + count * length, length) == first
-                    and tokens[i:j] == tokens[i + count * length : i + (count + 1) * length]
-                ):
-                    count += 1
-                # The earliest start can cut a block in two when what precedes the run
-                # ends like a block does (a relu before blocks ending in relu); a block
-                # ends with its output, which what follows the run uses: so shift the
-                # copies as far right as the tokens after the run allow.
-                end = i + count * length
-                shift = 0
-                while (
-                    shift < length - 1
-                    and end + shift < n
-                    and tokens[end + shift] == tokens[i + shift]
-                ):
-                    shift += 1
-                start = i + shift
-                if alike is not None:
-                    found = count
-                    count = alike(start, length, found)
-                    if count < 2 and shift:
-                        start, count = i, alike(i, length, found)
-                if count >= 2:
-                    gain = acc[start + count * length] - acc[start + length]
-                    if best is None or gain > best[3]:
-                        best = (start, length, count, gain)
-            j = nxt[j]
-            tries += 1
-        if best is not None and best[3] >= _MIN_COLLAPSE:
-            start, length, count, _ = best
-            runs.append((start, length, count))
-            i = start + count * length
-        else:
-            i += 1
-    return runs
 
 
 def _cut(graph: Graph, roots: list[str], max_nodes: int) -> None:
