@@ -9,7 +9,9 @@ expression into a :class:`Graph` that :mod:`irpass.viz.dot` writes as DOT:
 * an edge per use of a value, labelled with the value's type (shape, symbolic
   dims included, and dtype);
 * a constant used once by an op call is a line of that call's box (dtype,
-  shape, a few values); a constant used more often is a box of its own;
+  shape, a few values), a scalar a line of each of its users' boxes, another
+  constant used more often a box of its own (a fused call's constant argument
+  is a line of its param's ellipse);
 * clusters: each global function, each nested function (a fused ``Primitive``
   function with its ops inside, its params wired to the call's arguments),
   each chain of ``let`` bindings, each ``if`` with its two branches.
