@@ -132,7 +132,8 @@ def write_graph(graph: Graph, path: str | Path, title: str = "") -> Path:
         p.write_text(dot, encoding="utf-8")
     elif fmt == "html":
         svg = render(dot, "svg")
-        p.write_text(html_page(svg, title or p.stem, graph.summary()), encoding="utf-8")
+        # what was collapsed is the picture's own caption: no note above it
+        p.write_text(html_page(svg, title or p.stem), encoding="utf-8")
     else:
         p.write_bytes(render(dot, fmt))
     return p
