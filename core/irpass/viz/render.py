@@ -91,18 +91,17 @@ def render(dot: str, fmt: str) -> bytes:
 _SVG_PROLOG = re.compile(r"\A\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
 
 
-def html_page(svg: str | bytes, title: str, note: str = "") -> str:
+def html_page(svg: str | bytes, title: str) -> str:
     """A self-contained HTML page showing ``svg`` inline (no script, font or network)."""
     text = svg.decode("utf-8") if isinstance(svg, bytes) else svg
     text = _SVG_PROLOG.sub("", text, count=1)
-    note_html = f'<p class="note">{escape(note)}</p>\n' if note else ""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{escape(title)}</title>\n"
         "<style>body{font-family:Helvetica,Arial,sans-serif;margin:1em;background:#fff}"
-        "h1{font-size:1.2em}.note{color:#555}.graph svg{max-width:100%;height:auto}</style>\n"
+        "h1{font-size:1.2em}.graph svg{max-width:100%;height:auto}</style>\n"
         "</head>\n<body>\n"
-        f'<h1>{escape(title)}</h1>\n{note_html}<div class="graph">\n{text}\n</div>\n'
+        f'<h1>{escape(title)}</h1>\n<div class="graph">\n{text}\n</div>\n'
         "</body>\n</html>\n"
     )
 
@@ -132,7 +131,6 @@ def write_graph(graph: Graph, path: str | Path, title: str = "") -> Path:
         p.write_text(dot, encoding="utf-8")
     elif fmt == "html":
         svg = render(dot, "svg")
-        # what was collapsed is the picture's own caption: no note above it
         p.write_text(html_page(svg, title or p.stem), encoding="utf-8")
     else:
         p.write_bytes(render(dot, fmt))
