@@ -470,6 +470,14 @@ class _Parser:
         ``context`` says where in messages (``of @f``); ``bad`` prefixes the
         Function constructor's complaint, reported at token ``start``.
         """
+        head = self._function_head(context)
+        body, named = self._flat_block("}")
+        if body is None:
+            body = yield self._block("}", named)
+        return self._function_tail(head, body, context, bad, start)
+
+    def _function_head(self, context: str) -> tuple[Any, ...]:
+        """``(params) -> ret_type {``: what :meth:`_function_tail` needs after the body."""
         mark = len(self.undo)
         params, attrs, key = self._params(context)
         ret_type = None
@@ -477,7 +485,13 @@ class _Parser:
             self.i += 1
             ret_type = self._type()
         self.expect("{", f"to open the body {context}")
-        body = yield self._block("}")
+        return mark, params, attrs, key, ret_type
+
+    def _function_tail(
+        self, head: tuple[Any, ...], body: Expr, context: str, bad: str, start: int
+    ) -> Function:
+        """The ``}`` after the body, and the Function."""
+        mark, params, attrs, key, ret_type = head
         self.expect("}", f"to close the body {context}")
         self._restore(mark)
         known = self.fn_attrs.get(key)
@@ -1226,8 +1240,44 @@ class _Parser:
         self.i += 1
         return (yield from self._function("of the fn", "bad fn", start))
 
-    def _block(self, closing: str) -> _Step:
-        """``stmt; stmt; ... result`` up to (not including) ``closing``."""
+    def _flat_block(self, closing: str) -> tuple[Expr | None, list[str]]:
+        """Read ``%n = ...;`` lines and then a result up to ``closing``, as long as
+        :meth:`_simple` reads each: the block's result, or ``None`` at the first
+        line of another kind, with the ``%n`` defined so far (the cursor at that
+        line, where :meth:`_block` goes on).
+
+        The body of a fused function is such a block: read without the
+        generator machinery of :meth:`_block`, which costs more than its lines.
+        """
+        toks = self.toks
+        graph = self.graph
+        named_here: list[str] = []
+        while True:
+            line = self.i
+            tok = toks[line]
+            if toks[line + 1] == "=":
+                if tok[:1] != "%" or not tok[1:2].isdigit() or tok in graph:
+                    return None, named_here  # _block says what is wrong
+                self.i += 2
+                e = self._simple()
+                if e is None or toks[self.i] != ";":
+                    self.i = line
+                    return None, named_here
+                self.i += 1
+                graph[tok] = e
+                named_here.append(tok)
+            else:
+                e = self._simple()
+                if e is None or toks[self.i] != closing:
+                    self.i = line
+                    return None, named_here
+                for name in named_here:
+                    del graph[name]
+                return e, named_here
+
+    def _block(self, closing: str, named_here: list[str] | None = None) -> _Step:
+        """``stmt; stmt; ... result`` up to (not including) ``closing``; ``named_here``
+        are the ``%n`` of its lines already read (by :meth:`_flat_block`)."""
         toks = self.toks
         mark = len(self.undo)
         lets: list[tuple[Var, Expr]] = []
@@ -1235,7 +1285,8 @@ class _Parser:
         variables = self.vars
         undo = self.undo
         # Graph names cannot be redefined, so leaving the block just drops them.
-        named_here: list[str] = []
+        if named_here is None:
+            named_here = []
         while True:
             tok = toks[self.i]
             if tok[:1] == "%" and toks[self.i + 1] == "=":
@@ -1248,8 +1299,15 @@ class _Parser:
                     raise self.error(f"duplicate definition of {tok}")
                 self.i += 2
                 if toks[self.i] == "fn":
-                    # (a fused function: straight to it, one generator less)
-                    e = yield from self._fn()
+                    # A fused function: as _fn, without a generator when its body
+                    # is flat (the common case, see _flat_block).
+                    at = self.i
+                    self.i += 1
+                    head = self._function_head("of the fn")
+                    e, named = self._flat_block("}")
+                    if e is None:
+                        e = yield self._block("}", named)
+                    e = self._function_tail(head, e, "of the fn", "bad fn", at)
                     if toks[self.i] == "(" or toks[self.i][:1] == ".":
                         e = yield from self._postfix(e)
                 else:
