@@ -226,6 +226,11 @@ def test_progress_line_on_a_terminal_and_nothing_through_a_pipe(work):
     assert proc.returncode == 0
     assert b"\r" not in proc.stderr and b"\x1b" not in proc.stderr
     assert proc.stderr.startswith(b"irpass optimize: example resnet")
+    # -q: nothing on the terminal either
+    code, terminal, _ = irpass_on_terminal(
+        work, "optimize", "-q", "--example", "resnet", "-o", "r3.txt"
+    )
+    assert code == 0 and terminal == b""
 
 
 class _Terminal(io.StringIO):
@@ -252,14 +257,6 @@ def test_progress_erases_its_line_before_anything_else_on_stderr(monkeypatch):
     with Progress() as progress:
         progress.step("loading")
     assert plain.getvalue() == ""
-
-
-def test_quiet_shows_no_progress_on_a_terminal(work):
-    code, terminal, _ = irpass_on_terminal(
-        work, "optimize", "-q", "--example", "resnet", "-o", "r.txt"
-    )
-    assert code == 0
-    assert terminal == b""
 
 
 # -- output safety ----------------------------------------------------------------------
