@@ -99,7 +99,11 @@ def irpass_run(
 
 
 def irpass_on_terminal(
-    cwd: Path, *argv: str, stdout_terminal: bool = False, stderr_terminal: bool = True
+    cwd: Path,
+    *argv: str,
+    stdout_terminal: bool = False,
+    stderr_terminal: bool = True,
+    plugins: tuple[str, ...] = (),
 ) -> tuple[int, bytes, bytes]:
     """Run ``irpass`` with stderr (and/or stdout) on a 24x80 pseudo-terminal; return the
     exit code, what the terminal received and what the pipe received."""
@@ -108,7 +112,7 @@ def irpass_on_terminal(
     proc = subprocess.Popen(
         [*_command(), *argv],
         cwd=cwd,
-        env=_env(),
+        env=_env(*plugins),
         stdin=subprocess.DEVNULL,
         stdout=slave if stdout_terminal else subprocess.PIPE,
         stderr=slave if stderr_terminal else subprocess.PIPE,
@@ -368,6 +372,20 @@ def test_onnx_through_standard_input_and_output(work):
         plugins=("onnx",),
     )
     assert proc.returncode == 2 and b"--format nope" in proc.stderr
+    # ONNX bytes are not sent to a terminal
+    code, terminal, err = irpass_on_terminal(
+        work,
+        "optimize",
+        "small.txt",
+        "-o",
+        "-",
+        "--format",
+        "onnx",
+        stdout_terminal=True,
+        stderr_terminal=False,
+        plugins=("onnx",),
+    )
+    assert code == 2 and terminal == b"" and b"not to the terminal" in err
 
 
 # -- many models ------------------------------------------------------------------------

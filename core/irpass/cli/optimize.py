@@ -426,6 +426,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
         for used, what in ((args.output == STDIO, "save"), (STDIO in args.models, "load")):
             if used and getattr(fmt, what) is None:
                 raise UsageError(f"--format {args.format}: the {fmt.name!r} format cannot {what}")
+        if args.output == STDIO and fmt.name != "text" and is_terminal(sys.stdout):
+            raise UsageError(
+                f"-o - --format {fmt.name} writes binary data: send it to a file or a pipe, "
+                "not to the terminal"
+            )
     if args.jobs < 0:
         raise UsageError(f"-j {args.jobs}: give a number of processes >= 0")
 
