@@ -225,6 +225,26 @@ def _children(e: Expr) -> tuple[Expr, ...]:
     return e.children()
 
 
+@dataclass
+class _Program:
+    """One function or expression being drawn, and what the builder learns of it."""
+
+    name: str | None
+    root: Expr
+    order: list[Expr]  # its nodes, post-order
+    uses: dict[Expr, int]
+    alias: dict[Var, Expr]  # a let's var -> its value
+    inline_fn: set[Function]  # functions drawn as a cluster wired to their one call
+    scope: dict[Expr, int | None] = field(default_factory=dict)  # node -> cluster
+    owned: dict[Expr, list[int]] = field(default_factory=dict)  # clusters a node brings
+    fn_cluster: dict[Function, int] = field(default_factory=dict)
+    branch: dict[If, tuple[int, int, int]] = field(default_factory=dict)  # if, then, else
+    box_of: dict[Expr, Box] = field(default_factory=dict)
+    inline_const: dict[Expr, Constant] = field(default_factory=dict)  # as its user sees it
+    op_names: dict[int, list[str]] = field(default_factory=dict)  # cluster -> its ops
+    port: dict[Expr, tuple[Box, str | None]] = field(default_factory=dict)
+
+
 class _Builder:
     def __init__(self, elide: int, collapse: bool) -> None:
         self.elide = elide
@@ -264,6 +284,16 @@ class _Builder:
 
     def add_root(self, name: str | None, root: Expr) -> None:
         """Add one global function (``name``) or the expression ``root`` (``name`` None)."""
+        p = self._program(name, root)
+        self._place(p)
+        self._draw(p)
+        uses = self._uses(p)
+        hidden_by = self._collapse(p) if self.collapse else {}
+        self._emit(p, uses, hidden_by)
+
+    def _program(self, name: str | None, root: Expr) -> _Program:
+        """``root``'s nodes in post-order, how often each is used, what each let's var
+        names, and the functions drawn inline with their one call."""
         order = self._post_order(root)
         uses: dict[Expr, int] = {}
         alias: dict[Var, Expr] = {}
@@ -277,14 +307,17 @@ class _Builder:
         for n in order:
             if type(n) is Call and type(n.op) is Function and uses[n.op] == 1:
                 inline_fn.add(n.op)
+        return _Program(name, root, order, uses, alias, inline_fn)
 
-        # -- scopes: users before the values they use (reverse post-order) ----------
+    def _place(self, p: _Program) -> None:
+        """The cluster of every node: the innermost one that holds all its uses (users are
+        placed before the values they use: reverse post-order); the clusters of
+        functions, ifs and let chains."""
+        name, root, order, uses = p.name, p.root, p.order, p.uses
+        scope, owned, fn_cluster, branch = p.scope, p.owned, p.fn_cluster, p.branch
         # the top level: a root function's own cluster is made below, as any function's
-        scope: dict[Expr, int | None] = {root: None}
+        scope[root] = None
         fixed: set[Expr] = set()
-        owned: dict[Expr, list[int]] = {}  # a node and the clusters it brings along
-        fn_cluster: dict[Function, int] = {}
-        branch: dict[If, tuple[int, int, int]] = {}
         let_names: dict[int, list[str]] = {}
         chain: dict[Let, int] = {}
         lca = self._lca
@@ -309,9 +342,9 @@ class _Builder:
                 c = self._new_cluster(kind, label, s)
                 fn_cluster[n] = c
                 owned[n] = [c]
-                for p in n.params:
-                    scope[p] = c
-                    fixed.add(p)
+                for param in n.params:
+                    scope[param] = c
+                    fixed.add(param)
                 use(n.body, c)
             elif t is If:
                 ci = self._new_cluster("if", "if", s)
@@ -347,15 +380,15 @@ class _Builder:
                 label += f" ({len(names)} bindings)"
             self.graph.clusters[c].label = label
 
-        # -- boxes ----------------------------------------------------------------------
-        box_of: dict[Expr, Box] = {}
-        # a constant shown inside its user's box, by the expression the user has for it
-        inline_const: dict[Expr, Constant] = {}
+    def _draw(self, p: _Program) -> None:
+        """A box for every node drawn as one, constants as lines of their users' boxes
+        where they fit, the fused functions' labels."""
+        order, root, scope, alias, inline_fn = p.order, p.root, p.scope, p.alias, p.inline_fn
+        box_of, inline_const, op_names = p.box_of, p.inline_const, p.op_names
         consumers: dict[Expr, list[Expr]] = {}
         for n in order:
             for c in _children(n):
                 consumers.setdefault(c, []).append(n)
-        op_names: dict[int, list[str]] = {}
         for n in order:
             t = type(n)
             s = scope.get(n)
@@ -408,7 +441,7 @@ class _Builder:
                 box = self._box("getitem", f".{n.index}")
             elif t is If:
                 box = self._box("if", "if")
-                box.cluster = f"c{branch[n][0]}"
+                box.cluster = f"c{p.branch[n][0]}"
                 box_of[n] = box
                 continue
             else:
@@ -420,74 +453,76 @@ class _Builder:
         for n in order:
             if type(n) is Call:
                 if n.op in inline_fn:
-                    for p, a in zip(n.op.params, n.args, strict=False):
+                    for param, a in zip(n.op.params, n.args, strict=False):
                         if a in inline_const:
                             # the constant's line says the param's type too
                             text = short_constant(inline_const[a].data, self.elide)
-                            box_of[p].lines = ["= const " + text]
+                            box_of[param].lines = ["= const " + text]
                 elif n in box_of:
                     for i, a in enumerate(n.args):
                         if a in inline_const:
                             text = short_constant(inline_const[a].data, self.elide)
                             box_of[n].lines.append(f"{i}: {text}")
-        for fn, c in fn_cluster.items():
+        for fn, c in p.fn_cluster.items():
             cl = self.graph.clusters[c]
             if cl.kind == "primitive" and fn is not root:
                 names = op_names.get(c, [])
                 seen = list(dict.fromkeys(names))
                 cl.label = "fused: " + " + ".join(seen[:4]) + (" ..." if len(seen) > 4 else "")
 
-        # -- ports: which box stands for each value --------------------------------------
-        port: dict[Expr, tuple[Box, str | None]] = {}
+    def _port_of(self, p: _Program, e: Expr) -> tuple[Box, str | None] | None:
+        """The box that stands for the value ``e`` (a let's var: its value's; a let, a
+        function or a fused call: its result's) and the cluster an edge from it leaves
+        (a function used as a value)."""
+        port, box_of, alias, inline_fn = p.port, p.box_of, p.alias, p.inline_fn
+        got = port.get(e)
+        if got is not None:
+            return got
+        path: list[Expr] = []
+        tail: str | None = None
+        cur: Expr | None = e
+        result: tuple[Box, str | None] | None = None
+        while cur is not None:
+            if cur in port:
+                result = port[cur]
+                break
+            path.append(cur)
+            t = type(cur)
+            if cur in box_of:
+                result = (box_of[cur], None)
+                break
+            if t is Var and cur in alias:
+                cur = alias[cur]
+            elif t is Let:
+                cur = cur.body
+            elif t is Call and cur.op in inline_fn:
+                cur = cur.op.body
+            elif t is Function:
+                if tail is None:
+                    tail = f"c{p.fn_cluster[cur]}"
+                cur = cur.body
+            else:
+                cur = None
+        if result is None:
+            return None
+        if tail is not None and result[1] is None:
+            result = (result[0], tail)
+        for q in path:
+            port[q] = result
+        return result
 
-        def port_of(e: Expr) -> tuple[Box, str | None] | None:
-            got = port.get(e)
-            if got is not None:
-                return got
-            path: list[Expr] = []
-            tail: str | None = None
-            cur: Expr | None = e
-            result: tuple[Box, str | None] | None = None
-            while cur is not None:
-                if cur in port:
-                    result = port[cur]
-                    break
-                path.append(cur)
-                t = type(cur)
-                if cur in box_of:
-                    result = (box_of[cur], None)
-                    break
-                if t is Var and cur in alias:
-                    cur = alias[cur]
-                elif t is Let:
-                    cur = cur.body
-                elif t is Call and cur.op in inline_fn:
-                    cur = cur.op.body
-                elif t is Function:
-                    if tail is None:
-                        tail = f"c{fn_cluster[cur]}"
-                    cur = cur.body
-                else:
-                    cur = None
-            if result is None:
-                return None
-            if tail is not None and result[1] is None:
-                result = (result[0], tail)
-            for p in path:
-                port[p] = result
-            return result
-
-        # -- edges ----------------------------------------------------------------------
-        # (value, destination box id, label prefix, dashed)
+    def _uses(self, p: _Program) -> list[tuple[Expr, str, str, bool]]:
+        """Every use to draw as an edge: (value, the box using it, label prefix, dashed)."""
+        order, box_of, inline_const, inline_fn = p.order, p.box_of, p.inline_const, p.inline_fn
         edges: list[tuple[Expr, str, str, bool]] = []
 
         for n in order:
             t = type(n)
             if t is Call:
                 if n.op in inline_fn:
-                    for p, a in zip(n.op.params, n.args, strict=False):
+                    for param, a in zip(n.op.params, n.args, strict=False):
                         if a not in inline_const:
-                            edges.append((a, box_of[p].id, "", False))
+                            edges.append((a, box_of[param].id, "", False))
                     continue
                 box = box_of[n]
                 if type(n.op) is Var or type(n.op) is Function:
@@ -505,18 +540,19 @@ class _Builder:
                 edges.append((n.cond, box.id, "cond ", False))
                 edges.append((n.true_branch, box.id, "then ", False))
                 edges.append((n.false_branch, box.id, "else ", False))
+        return edges
 
-        # -- repeated blocks ------------------------------------------------------------
-        hidden_by: dict[str, Box] = {}  # box id -> the collapsed box standing for it
-        if self.collapse:
-            hidden_by = self._collapse(
-                order, scope, box_of, owned, inline_fn, root, op_names, alias
-            )
-
-        # -- emit -------------------------------------------------------------------------
+    def _emit(
+        self,
+        p: _Program,
+        uses: list[tuple[Expr, str, str, bool]],
+        hidden_by: dict[str, Box],
+    ) -> None:
+        """The edges of ``uses``, those of hidden boxes going to their collapsed box."""
+        root, order = p.root, p.order
         seen_edges: set[tuple[str, str, str]] = set()
-        for value, dst, prefix, dashed in edges:
-            got = port_of(value)
+        for value, dst, prefix, dashed in uses:
+            got = self._port_of(p, value)
             if got is None:
                 continue
             src_box, tail = got
@@ -544,7 +580,7 @@ class _Builder:
                 if b.id not in hidden_by and (b.kind not in ("const", "global") or b.id in used)
             ]
         self.graph.ir_nodes += sum(1 for n in order if type(n) is not Op)
-        got = port_of(root)
+        got = self._port_of(p, root)
         if got is not None:
             rid = got[0].id
             self.root_boxes.append(hidden_by[rid].id if rid in hidden_by else rid)
@@ -579,20 +615,12 @@ class _Builder:
                     push((child, False))
         return order
 
-    def _collapse(
-        self,
-        order: list[Expr],
-        scope: dict[Expr, int | None],
-        box_of: dict[Expr, Box],
-        owned: dict[Expr, list[int]],
-        inline_fn: set[Function],
-        root: Expr,
-        op_names: dict[int, list[str]],
-        alias: dict[Var, Expr],
-    ) -> dict[str, Box]:
+    def _collapse(self, p: _Program) -> dict[str, Box]:
         """Find runs of repeated blocks in each cluster (its nodes in order of depth) and
         hide every copy after the first behind one box. Returns hidden box id ->
         collapsed box."""
+        order, scope, box_of, owned = p.order, p.scope, p.box_of, p.owned
+        inline_fn, root, op_names, alias = p.inline_fn, p.root, p.op_names, p.alias
         seqs: dict[int | None, list[Expr]] = {}
         for n in order:
             t = type(n)
@@ -625,9 +653,9 @@ class _Builder:
             seq.sort(key=lambda n: (level[n], index[n]))
         # clusters brought along by each element: the clusters it owns and their insides
         children_of: dict[int, list[int]] = {}
-        for c, p in enumerate(self.cluster_parent):
-            if p is not None:
-                children_of.setdefault(p, []).append(c)
+        for c, parent in enumerate(self.cluster_parent):
+            if parent is not None:
+                children_of.setdefault(parent, []).append(c)
         hidden_clusters: dict[int, Box] = {}
         hidden_nodes: dict[Expr, Box] = {}
         # what each element stands for: itself and the nodes and op calls inside the
@@ -639,9 +667,9 @@ class _Builder:
                 own_nodes[c] = own_nodes.get(c, 0) + 1
         total = [own_nodes.get(c, 0) for c in range(len(self.cluster_parent))]
         for c in range(len(self.cluster_parent) - 1, -1, -1):  # children after parents
-            p = self.cluster_parent[c]
-            if p is not None:
-                total[p] += total[c]
+            parent = self.cluster_parent[c]
+            if parent is not None:
+                total[parent] += total[c]
 
         def inside_ops(n: Expr) -> list[str]:
             names = [n.op.name] if type(n) is Call and type(n.op) is Op else []
