@@ -353,13 +353,14 @@ def test_onnx_through_standard_input_and_output(work):
         "-",
         "--format",
         "onnx",
-        "-q",
         stdin=data,
         plugins=("onnx",),
     )
     assert proc.returncode == 0, proc.stderr
     model = onnx.load_from_string(proc.stdout)
     assert [n.op_type for n in model.graph.node] == ["Add", "Relu", "Neg"]
+    assert b"onnx:    3 nodes in the written file" in proc.stderr
+    assert f"size:    {len(data)} B -> {len(proc.stdout)} B".encode() in proc.stderr
     proc = irpass_run(
         work,
         "optimize",

@@ -299,8 +299,9 @@ def read_stdin_model(name: str | None = None) -> tuple[IRModule, int]:
     return mod, len(data)
 
 
-def write_stdout_model(mod: IRModule, name: str | None) -> int:
-    """Write ``mod`` to standard output in format ``name`` (default text); the bytes written."""
+def write_stdout_model(mod: IRModule, name: str | None) -> tuple[int, int | None]:
+    """Write ``mod`` to standard output in format ``name`` (default text); the bytes
+    written and, for ONNX, the node count of what was written."""
     fmt = format_named(name or "text")
     if fmt.name == "text":
         # the text format's constants inline (no .npz beside a stream)
@@ -308,7 +309,7 @@ def write_stdout_model(mod: IRModule, name: str | None) -> int:
         text = text if text.endswith("\n") else text + "\n"
         sys.stdout.write(text)
         sys.stdout.flush()
-        return len(text.encode())
+        return len(text.encode()), None
     if fmt.save is None:
         raise UsageError(f"--format {fmt.name}: the {fmt.name!r} format cannot save")
     with tempfile.TemporaryDirectory(prefix="irpass-stdout-") as tmp:
@@ -321,10 +322,11 @@ def write_stdout_model(mod: IRModule, name: str | None) -> int:
                 f"({', '.join(extra)} beside the model): write it with -o FILE"
             )
         data = path.read_bytes()
+        nodes = _onnx_nodes(str(path))
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
-    return len(data)
+    return len(data), nodes
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -631,7 +633,7 @@ def _write_result(
                 sys.stderr.write(f"irpass: note: {summary.note}\n")
             return
     summary.output = STDIO
-    summary.size_out = write_stdout_model(result, args.format)
+    summary.size_out, summary.onnx_nodes = write_stdout_model(result, args.format)
 
 
 def _report_instrument(args: argparse.Namespace, pipeline: Pass) -> list[PassInstrument]:
