@@ -494,7 +494,7 @@ class _Parser:
         mark, params, attrs, key, ret_type = head
         self.expect("}", f"to close the body {context}")
         self._restore(mark)
-        known = self.fn_attrs.get(key)
+        known = None if key is None else self.fn_attrs.get(key)
         if known is not None:
             # As Call._unchecked in _simple: distinct new Vars, a body, a Type or
             # None, and Attrs the same tokens made before.
@@ -503,20 +503,26 @@ class _Parser:
             func = Function(params, body, ret_type, attrs)
         except (TypeError, ValueError) as exc:
             raise self.error(f"{bad}: {exc}", start) from None
-        self.fn_attrs[key] = func.attrs
+        if key is not None:
+            self.fn_attrs[key] = func.attrs
         return func
 
-    def _params(self, context: str) -> tuple[list[Var], dict[str, Any], tuple[str, ...]]:
+    def _params(
+        self, context: str
+    ) -> tuple[list[Var], dict[str, Any], tuple[str, ...] | None]:
         """``( %x: T, %y, key=value )``; defines the params in the current scope.
 
         Returns the params, the attributes and the attributes' tokens (which
-        determine them: the key of ``self.fn_attrs``).
+        determine them: the key of ``self.fn_attrs``; ``None`` when params
+        follow them). When the key is known the attributes are not read (the
+        dict is empty).
         """
         toks = self.toks
         self.expect("(", f"to open the parameter list {context}")
         params: list[Var] = []
         attrs: dict[str, Any] = {}
-        attr_toks: list[str] = []
+        first_attr = -1  # where the attributes start
+        param_after_attr = False
         seen: set[str] = set()
         variables = self.vars
         undo = self.undo
@@ -527,6 +533,8 @@ class _Parser:
         while toks[i] != ")":
             tok = toks[i]
             if tok[:1] == "%":
+                if first_attr >= 0:
+                    param_after_attr = True
                 self.i = i
                 c = tok[1:2]
                 if c.isdigit():
@@ -550,13 +558,24 @@ class _Parser:
                 undo.append((variables, name, variables.get(name, _MISSING)))  # _define
                 variables[name] = v
             else:
+                if first_attr < 0:
+                    first_attr = i
+                    # Attributes last, as the printer writes them (Primitive=1),
+                    # and read before: their tokens are the key (see _function_tail).
+                    end = _index(toks, ")", i, i + _ATTRS_SPAN)
+                    if end >= 0:
+                        seg = toks[i:end]
+                        if "(" not in seg and all(t[:1] != "%" for t in seg):
+                            key = tuple(seg)
+                            if key in self.fn_attrs:
+                                self.i = end + 1
+                                return params, attrs, key
                 self.i = i
                 if not self._attr_pair(attrs, None, context):
                     raise self.error(
                         f"expected a parameter (%name) or an attribute (key=value) {context}, "
                         f"got {describe_token(tok)}"
                     )
-                attr_toks += toks[i : self.i]
                 i = self.i
             tok = toks[i]
             if tok == ",":
@@ -568,7 +587,9 @@ class _Parser:
                     f"{describe_token(tok)}"
                 )
         self.i = i + 1
-        return params, attrs, tuple(attr_toks)
+        if first_attr < 0:
+            return params, attrs, ()
+        return params, attrs, None if param_after_attr else tuple(toks[first_attr:i])
 
     # -- types --------------------------------------------------------------------------
     def _type(self, depth: int = 0) -> Type:
@@ -984,7 +1005,8 @@ class _Parser:
 
     # -- expressions ------------------------------------------------------------------
     def _simple(self) -> Expr | None:
-        """Fast path: an atom, or a call of an op or of a ``%n`` whose arguments are all atoms.
+        """Fast path: an atom, a projection of one (``%3.0``), or a call of an op or of
+        a ``%n`` whose arguments are all atoms.
 
         Returns ``None`` (consuming nothing) for anything else; the general
         path :meth:`_expr` then parses it.
@@ -996,6 +1018,18 @@ class _Parser:
             if e is None:
                 return None
             tok = toks[self.i]
+            if tok[:1] == "." and tok[1:2].isdigit():
+                # a projection %3.0 (of an atom: anything longer goes to _postfix)
+                after = toks[self.i + 1]
+                if after != "(" and after[:1] != ".":
+                    try:
+                        e = TupleGetItem(e, int(tok[1:]))
+                    except (TypeError, ValueError) as exc:
+                        raise self.error(str(exc)) from None
+                    self.i += 1
+                    return e
+                self.i = start
+                return None
             if tok == "(" or tok[:1] == ".":
                 self.i = start
                 return None
