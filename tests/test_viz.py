@@ -293,3 +293,11 @@ def test_a_let_bound_constant_used_once_is_a_line_of_its_user() -> None:
     dot = viz.to_dot(mod)
     assert re.search(r"<b>add</b><br/><font [^>]*>1: float32 \(3,\) \[1, 2, 3\]", dot)
     assert "label=<const" not in dot  # no box of its own
+
+
+def test_an_ill_typed_module_is_still_drawn() -> None:
+    a = irpass.var("a", shape=(2,), dtype="float32")
+    b = irpass.var("b", shape=(3,), dtype="float32")
+    dot = viz.to_dot(IRModule.from_expr(Function([a, b], op.add(a, b))))
+    assert _op_boxes(dot, "add") == 1
+    assert 'label="(2,) float32"' in dot and 'label="(3,) float32"' in dot  # the params'

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from ..errors import IRPassError
 from ..ir import IRModule
 from ..ir.expr import Expr
 from ..ir.nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
@@ -178,7 +179,7 @@ def _typed_module(mod: IRModule) -> IRModule:
         return mod
     try:
         return infer_type(mod)
-    except Exception:  # an ill-typed module is still drawn, without edge types
+    except (IRPassError, ValueError, TypeError):  # ill-typed: drawn without edge types
         return mod
 
 
@@ -187,7 +188,7 @@ def _typed_expr(expr: Expr) -> Expr:
         return expr
     try:
         return infer_type(expr)
-    except Exception:  # free vars without types, say: drawn without edge types
+    except (IRPassError, ValueError, TypeError):  # free vars of no type, say: no edge types
         return expr
 
 
