@@ -447,7 +447,7 @@ def test_many_models_json_and_a_failing_pass(work):
         "--pipeline",
         "Explode",
         "--reproducer",
-        "off",
+        "repro",
         "-j",
         "2",
     )
@@ -455,6 +455,10 @@ def test_many_models_json_and_a_failing_pass(work):
     recs = json.loads(proc.stdout)
     assert [r["status"] for r in recs] == ["failed", "failed"]
     assert all("boom from Explode" in r["error"] and r["exit"] == 1 for r in recs)
+    # each failure has its own reproducer directory, named in its error
+    for name in ("small.txt", "mlp.txt"):
+        assert (work / "repro" / name / "reproducer.json").exists()
+        assert any(str(Path("repro", name)) in r["error"] for r in recs)
 
 
 def test_a_model_that_kills_its_process_fails_alone(work):

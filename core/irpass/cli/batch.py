@@ -6,7 +6,8 @@ processes (``-j 0``: one per CPU; ``-j 1``, the default, in this process, one af
 the other). A model that fails does not stop the others: its row in the table says
 ``failed`` with the one-line error, the others are still written, and the exit code is
 the worst of the failures' (1 a pass or ``--check`` failed, 2 bad input); a model that
-kills its process (a crash in native code) fails alone. Clashes that
+kills its process (a crash in native code) fails alone. ``--reproducer DIR`` gives each
+failing model its own ``DIR/NAME``. Clashes that
 would lose files (two models with one output name, an output that is an input) are
 refused before anything runs.
 
@@ -167,6 +168,8 @@ def _optimize_one(
     one = copy.copy(args)
     one.model, one.models, one.output, one.output_dir = model, [model], out, None
     one.quiet, one.json, one.report, one.jobs = True, False, None, 1
+    if args.reproducer not in (None, "off"):  # one reproducer directory per model
+        one.reproducer = str(Path(args.reproducer) / Path(out).name)
     start = perf_counter()
     try:
         return optimize_model(one, settings).record()
