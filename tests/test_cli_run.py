@@ -526,10 +526,12 @@ def test_report_of_optimize_and_bisect(work):
         "out.txt",
         "--report",
         "run.html",
+        "--check",
     )
     assert proc.returncode == 0, proc.stderr
     page = (work / "run.html").read_text()
     assert "small.txt" in page and "out.txt" in page and 'data-pass="FuseOps"' in page
+    assert "1 output(s) match" in page  # the summary's --check verdict
     proc = irpass_run(
         work,
         "--plugin",

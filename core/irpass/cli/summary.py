@@ -183,7 +183,8 @@ class RunSummary:
     def report_summary(self) -> dict[str, Any]:
         """The summary :meth:`irpass.instrument.ReportInstrument.write` takes (same numbers)."""
         rec = self.record()
-        return {k: rec[k] for k in ("model", "output", "pipeline", "time", "nodes", "ops", "size")}
+        keys = ("model", "output", "pipeline", "time", "nodes", "ops", "size", "check")
+        return {k: rec[k] for k in keys}
 
     def render(self) -> str:
         """The summary text: header, passes, times, counts, sizes, check, op table."""
