@@ -31,7 +31,6 @@ from ..transform import (
     get_pass_entry,
     list_config_options,
     list_passes,
-    list_rule_sets,
     registry,
 )
 from .common import validate
@@ -471,6 +470,10 @@ def run_rewrites(args: argparse.Namespace, settings: Settings) -> int:
     """``irpass rewrites``: every rewrite rule (``<ruleset>.<rule>``) of the plugins' rule
     sets, with its plugin, whether the settings' ``[rewrites] disable`` leaves it out,
     and its description."""
+    # here, not at the top: the rule-set machinery imports numpy, which listing passes
+    # must not
+    from ..transform.rewrites import list_rule_sets
+
     off = set(settings.rewrites_disable)
     rows = []
     for name, entry in list_rule_sets().items():

@@ -145,6 +145,18 @@ def irpass_register_passes() -> Sequence[Any]:
     (``lambda: 42`` fails; if the call raises, the factory is kept: it may need
     a context). Annotate factories ``-> Pass`` to have them checked without
     being called. See :func:`irpass.transform.registry.check_pass_factory`.
+
+    A pack whose passes import heavy modules (numpy, its own kernels) returns
+    :class:`~irpass.transform.LazyPass` declarations instead: the name, opt level,
+    requirements and a one-line description, and where the pass lives. Loading the
+    plugin and ``irpass passes`` then import nothing of the pass; it is imported when
+    first made (``get_pass``, a pipeline that runs it, ``irpass passes NAME``), which
+    checks the declaration against the pass::
+
+        @hookimpl
+        def irpass_register_passes():
+            return [LazyPass("my_pack.fold:FoldMore", opt_level=2, required=["InferType"],
+                             description="Fold what FoldConstant leaves.")]
     """
 
 
@@ -162,6 +174,11 @@ def irpass_register_instruments() -> Mapping[str, Any]:
         @hookimpl
         def irpass_register_instruments():
             return {"op-stats": OpStatsInstrument}
+
+    A factory may also be a :class:`~irpass.instrument.LazyInstrument`
+    (``LazyInstrument("my_pack.stats:OpStatsInstrument", "count ops per pass")``):
+    its module is imported when the instrument is first switched on, not when the
+    plugin loads.
     """
 
 

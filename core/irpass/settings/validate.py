@@ -40,7 +40,6 @@ from ..transform import (
     list_passes,
     parse_pipeline,
 )
-from ..transform.rewrites import DISABLE_OPTION, list_rule_sets
 from .errors import ConfigError, close_hint, close_names, did_you_mean, toml_type
 
 if TYPE_CHECKING:
@@ -80,6 +79,9 @@ def context_parts(settings: Settings) -> ContextParts:
     instruments = check.instruments()
     config = check.config()
     if settings.rewrites_disable:
+        # imported only here and in rewrites(): the rule-set machinery imports numpy
+        from ..transform.rewrites import DISABLE_OPTION
+
         # [rewrites] disable extends whatever [config] rewrites.disable holds
         config[DISABLE_OPTION] = (*config.get(DISABLE_OPTION, ()), *settings.rewrites_disable)
     check.finish(record=False)  # a partial check must not replace validate()'s notes
@@ -151,6 +153,8 @@ class _Checker:
     def rewrites(self) -> None:
         if not self.s.rewrites_disable:
             return
+        from ..transform.rewrites import list_rule_sets
+
         known: list[str] = []
         for name, entry in list_rule_sets().items():
             known += [name, *entry.ruleset.rule_names()]
