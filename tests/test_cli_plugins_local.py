@@ -150,3 +150,18 @@ def test_a_plugin_given_to_P_is_one_error_pointing_to_p(tmp_path, value, message
     proc = irpass(tmp_path, "optimize", "--example", "mlp", "-q", "-P", value)
     assert proc.returncode == 2
     assert proc.stderr == f"irpass: error: {message}\n"
+
+
+def test_irpass_plugins_and_the_config_file_find_working_directory_modules_too(tmp_path):
+    (tmp_path / "localmod.py").write_text(GOOD)
+    env = plugin_environ(OWN_PLUGINS)
+    env["IRPASS_PLUGINS"] += ",localmod"
+    proc = subprocess.run(
+        [IRPASS, "passes"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert lines(proc.stdout, "LocalPass ")
+    (tmp_path / "irpass.toml").write_text('[plugins]\nmodules = ["localmod"]\n')
+    proc = irpass(tmp_path, "passes")
+    assert proc.returncode == 0, proc.stderr
+    assert lines(proc.stdout, "LocalPass ")
