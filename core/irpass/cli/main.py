@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -404,8 +405,6 @@ def prepare(args: argparse.Namespace) -> Settings:
     or a pass name no module is named after) is a :class:`UsageError` saying that the
     pipeline is ``-P``; a ``-P`` value naming a plugin, the other way round.
     """
-    import warnings
-
     from ..plugins import load
     from ..settings import load_settings
 
