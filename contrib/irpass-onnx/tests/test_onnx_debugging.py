@@ -158,7 +158,7 @@ def test_the_reproducer_reruns_to_the_same_failure(tmp_path):
                               timeout=300)
 
     first = irpass_cli("optimize", str(BERT), "-O", "3",
-                       "-p", "default,Explode,DeadCodeElimination",
+                       "-P", "default,Explode,DeadCodeElimination",
                        "--reproducer", str(repro), "-o", str(tmp_path / "out.onnx"))
     assert first.returncode == 1, first.stderr
     assert "pass 'Explode' failed: RuntimeError: planted failure" in first.stderr
