@@ -1,7 +1,7 @@
 """``irpass bisect`` and ``irpass reduce``: find the pass and rewrite that broke a model, and
 the smallest model that still shows it (see :mod:`irpass.debug`).
 
-``bisect MODEL`` runs the pipeline (``-p``, ``-O``, the config file's, as ``optimize``
+``bisect MODEL`` runs the pipeline (``-P``, ``-O``, the config file's, as ``optimize``
 does), finds the first pass after which the model is bad and then the first rewrite
 inside that pass, and prints them. "Bad" is, by default, outputs that differ from the
 input model's on random inputs (``--seed``, ``--rtol``, ``--atol``); with ``--test
@@ -117,7 +117,7 @@ def add_reduce_arguments(parser: argparse.ArgumentParser) -> None:
     """``reduce``'s own arguments (the pass options are added by :mod:`.main`)."""
     _add_model_arguments(parser)
     parser.add_argument(
-        "--check", action="store_true", help="bad = the pipeline (-p) changes the model's outputs"
+        "--check", action="store_true", help="bad = the pipeline (-P) changes the model's outputs"
     )
     parser.add_argument(
         "--failing-pass",

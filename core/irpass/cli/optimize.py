@@ -668,7 +668,7 @@ def _reproduce(
     ):
         raise UsageError(
             "--reproduce DIR reruns the saved module and pipeline: give no "
-            "MODEL, --example or -p with it"
+            "MODEL, --example or -P with it"
         )
     rep = read_reproducer(args.reproduce)
     pipeline = parse_pipeline(rep.pipeline, opt_level=rep.opt_level)
