@@ -156,11 +156,18 @@ def test_version_imports_no_numpy_and_no_plugin():
         with contextlib.redirect_stdout(out):
             code = main(["--version"])
         print(json.dumps({"code": code, "out": out.getvalue(), "numpy": loaded("numpy"),
-                          "std": loaded("irpass_std.plugin")}))
+                          "std": loaded("irpass_std.plugin"),
+                          "metadata": loaded("importlib.metadata")}))
         """
     )
-    assert got["code"] == 0 and got["out"].startswith("irpass ")
-    assert got["numpy"] is False and got["std"] is False
+    assert got["code"] == 0 and got["out"].startswith(f"irpass {irpass.__version__} from ")
+    assert got["numpy"] is False and got["std"] is False and got["metadata"] is False
+
+
+def test_the_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    assert irpass.__version__ == version("irpass")
 
 
 def test_std_declarations_list_without_importing_a_pass_module():

@@ -13,6 +13,7 @@ line tool that only lists passes, or a plugin that only declares them, needs.
 from __future__ import annotations
 
 from . import _lazy
+from ._version import __version__ as __version__
 from .errors import (
     EvaluationError,
     IRPassError,
@@ -61,7 +62,6 @@ __getattr__, __dir__ = _lazy.attach(
     # ir, evaluator, formats and plugins are not in __all__, but were attributes
     # since the eager imports of old: irpass.ir.X keeps working after `import irpass`
     submodules=["instrument", "op", "transform", "ir", "evaluator", "formats", "plugins"],
-    fallback=lambda name: _version(name),
 )
 
 __all__ = [
@@ -105,19 +105,3 @@ __all__ = [
     "transform",
     "var",
 ]
-
-
-def _version(name: str) -> str:
-    """``__version__``, read from the installed distribution when first asked for."""
-    if name != "__version__":
-        raise AttributeError(f"module 'irpass' has no attribute {name!r}")
-    # importlib.metadata costs 10-20 ms to import and scans sys.path: only --version
-    # and the plugin listing ask
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        value = version("irpass")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        value = "0.0.0+unknown"
-    globals()["__version__"] = value
-    return value
