@@ -484,7 +484,11 @@ class _Parser:
         if self.toks[self.i] == "->":
             self.i += 1
             ret_type = self._type()
-        self.expect("{", f"to open the body {context}")
+        # (expect() in the common case without formatting its message)
+        if self.toks[self.i] == "{":
+            self.i += 1
+        else:
+            self.expect("{", f"to open the body {context}")
         return mark, params, attrs, key, ret_type
 
     def _function_tail(
@@ -492,7 +496,10 @@ class _Parser:
     ) -> Function:
         """The ``}`` after the body, and the Function."""
         mark, params, attrs, key, ret_type = head
-        self.expect("}", f"to close the body {context}")
+        if self.toks[self.i] == "}":
+            self.i += 1
+        else:
+            self.expect("}", f"to close the body {context}")
         self._restore(mark)
         known = None if key is None else self.fn_attrs.get(key)
         if known is not None:
@@ -518,7 +525,10 @@ class _Parser:
         dict is empty).
         """
         toks = self.toks
-        self.expect("(", f"to open the parameter list {context}")
+        if toks[self.i] == "(":
+            self.i += 1
+        else:
+            self.expect("(", f"to open the parameter list {context}")
         params: list[Var] = []
         attrs: dict[str, Any] = {}
         first_attr = -1  # where the attributes start
