@@ -625,3 +625,30 @@ def test_an_unexpected_exception_becomes_an_internal_parse_error_at_its_token():
     # The token being read: the call was read, the '}' after it is next.
     assert (e.line, e.column, e.filename) == (4, 1, "b.ir")
     assert isinstance(e.__cause__, KeyError)
+
+
+def test_repeated_types_and_attributes_are_one_object_each():
+    # A big module repeats a few types and attribute lists many times (every param
+    # of every fused function has a type); all are immutable, so the parser makes
+    # one object of each: of each type text, of each op's attribute list, of each
+    # function's.
+    f = main_of(
+        "def @main(%x: Tensor[(1, 3), float32], %y: Tensor[(1, 3), float32]) {\n"
+        "  %0 = fn (%p: Tensor[(1, 3), float32], Primitive=1) { nn.softmax(%p, axis=0) };\n"
+        "  %1 = fn (%q: Tensor[(1, 3), float32], Primitive=1) { nn.softmax(%q, axis=0) };\n"
+        "  %2 = nn.log_softmax(%x, axis=0);\n"
+        "  (%0(%x), %1(%y), %2)\n"
+        "}"
+    )
+    x, y = f.params
+    assert x.type_annotation is y.type_annotation
+    assert x.type_annotation == TensorType((1, 3), "float32")
+    f0, f1 = f.body.fields[0].op, f.body.fields[1].op
+    assert f0.params[0].type_annotation is x.type_annotation
+    assert f0.attrs is f1.attrs and dict(f0.attrs) == {"Primitive": 1}
+    assert f0.body.attrs is f1.body.attrs and f0.body.attrs["axis"] == 0
+    # the same attribute text on another op is that op's own attributes
+    log_softmax = f.body.fields[2]
+    assert log_softmax.op is Op.get("nn.log_softmax")
+    assert log_softmax.attrs is not f0.body.attrs
+    assert dict(log_softmax.attrs) == dict(Op.get("nn.log_softmax").make_attrs({"axis": 0}))
