@@ -652,3 +652,9 @@ def test_repeated_types_and_attributes_are_one_object_each():
     assert log_softmax.op is Op.get("nn.log_softmax")
     assert log_softmax.attrs is not f0.body.attrs
     assert dict(log_softmax.attrs) == dict(Op.get("nn.log_softmax").make_attrs({"axis": 0}))
+
+
+def test_const_needs_a_static_shape():
+    # (a size expression there was an "internal error": numpy cannot size it)
+    check(err("def @main() { const(int64, (n,), [1, 2, 3]) }"), 1, 28,
+          "const(...) needs a static shape", "got (n)")

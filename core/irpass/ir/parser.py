@@ -961,6 +961,9 @@ class _Parser:
         self.expect(",", "after the dtype of const(...)")
         shape_at = self.i
         shape = self._shape("of const(...)")
+        if not all(type(d) is int for d in shape):
+            raise self.error("const(...) needs a static shape (non-negative integers), got "
+                             f"({', '.join(map(str, shape))})", shape_at)
         self.expect(",", "after the shape of const(...)")
         if toks[self.i] == ".":
             raise self.error("the values of this constant were elided when the text was "
