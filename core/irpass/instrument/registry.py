@@ -189,4 +189,3 @@ def parse_instrument_spec(text: str) -> tuple[str, tuple[str, ...]]:
     if not name:
         raise ValueError(f"instrument spec {text!r} has no name (expected NAME or NAME:ARG)")
     return name, ((arg,) if sep else ())
-
