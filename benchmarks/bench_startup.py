@@ -18,6 +18,13 @@ reports them), which is where to look when a figure grows.
 
     python benchmarks/bench_startup.py --runs 20 --importtime 8
 
+Bytecode: a user's installed irpass imports from ``.pyc`` caches that ``pip`` or the
+first run wrote, so each command runs once first with a cache directory of this
+script's own (``PYTHONPYCACHEPREFIX``, ``PYTHONDONTWRITEBYTECODE`` unset) and is then
+timed against it; ``--no-bytecode`` times compiling every module from source on every
+run instead (what ``PYTHONDONTWRITEBYTECODE=1`` without caches does, as in this
+project's sandbox: several times slower, and more so the more code is imported).
+
 Wall time on a shared machine is noisy: compare medians of many runs, taken in
 the same minute.
 """
@@ -30,18 +37,25 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
-def commands() -> dict[str, tuple[list[str], dict[str, str]]]:
+def commands(cache: str | None) -> dict[str, tuple[list[str], dict[str, str]]]:
     """The measured commands and their environments, by label (``irpass`` as installed
-    next to this Python)."""
+    next to this Python); ``cache``: the bytecode cache directory (None: no caches)."""
     irpass = shutil.which("irpass", path=os.path.dirname(sys.executable)) or "irpass"
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG")
     }
+    if cache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache
     own = {**env, "IRPASS_DISABLE_PLUGIN_AUTOLOAD": "1", "IRPASS_PLUGINS": "instruments,std"}
     return {
         "python -c pass": ([sys.executable, "-c", "pass"], env),
@@ -87,15 +101,27 @@ def main(argv: list[str] | None = None) -> None:
         metavar="N",
         help="also print the N slowest imports of each command",
     )
+    parser.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="compile every module from source on every run (no .pyc caches)",
+    )
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="irpass-pycache-") as cache:
+        table(commands(None if args.no_bytecode else cache), args.runs, args.importtime)
+
+
+def table(cmds: dict[str, tuple[list[str], dict[str, str]]], runs: int, importtime: int) -> None:
+    """Time each command (after one run that fills the bytecode cache) and print a row."""
     print(f"{'command':<20} {'median ms':>10} {'min ms':>8}  numpy imported")
-    for label, (cmd, env) in commands().items():
-        times = wall_times(cmd, env, args.runs)
+    for label, (cmd, env) in cmds.items():
+        wall_times(cmd, env, 1)  # writes the .pyc files (when caching)
+        times = wall_times(cmd, env, runs)
         imports = import_times(cmd, env)
         numpy = "yes" if any(name == "numpy" for _, name in imports) else "no"
         print(f"{label:<20} {statistics.median(times):>10.1f} {min(times):>8.1f}  {numpy}")
-        if args.importtime:
-            for us, name in sorted(imports, reverse=True)[: args.importtime]:
+        if importtime:
+            for us, name in sorted(imports, reverse=True)[:importtime]:
                 print(f"    {us / 1e3:8.1f} ms  {name}")
 
 
