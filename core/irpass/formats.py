@@ -37,8 +37,17 @@ __getattr__, __dir__ = _lazy.attach(__name__, globals(), {"irpass.ir.serialize":
 if TYPE_CHECKING:
     from .ir.serialize import atomic_path
 
-__all__ = ["FileFormat", "register_format", "unregister_format", "format_for", "list_formats",
-           "load", "save", "model_files", "atomic_path"]
+__all__ = [
+    "FileFormat",
+    "register_format",
+    "unregister_format",
+    "format_for",
+    "list_formats",
+    "load",
+    "save",
+    "model_files",
+    "atomic_path",
+]
 
 Loader = Callable[..., IRModule]
 Saver = Callable[..., None]
@@ -70,9 +79,7 @@ class FileFormat:
         suffixes = (self.suffixes,) if isinstance(self.suffixes, str) else tuple(self.suffixes)
         for s in suffixes:
             if not isinstance(s, str) or not s.startswith(".") or len(s) < 2:
-                raise ValueError(
-                    f"FileFormat {self.name!r}: suffixes look like '.onnx', got {s!r}"
-                )
+                raise ValueError(f"FileFormat {self.name!r}: suffixes look like '.onnx', got {s!r}")
         if not suffixes:
             raise ValueError(f"FileFormat {self.name!r}: no suffixes")
         object.__setattr__(self, "suffixes", tuple(s.lower() for s in suffixes))
@@ -170,9 +177,14 @@ def _text_side_files(path: str | os.PathLike[str], for_: str = "load") -> list[P
 
 TEXT_FORMAT = register_format(
     # the suffixes of irpass.ir.serialize.TEXT_SUFFIXES (test_startup checks they agree)
-    FileFormat("text", (".txt", ".ir"), load=_load_text, save=_save_text,
-               description="the irpass text format (big constants in a .npz beside it)",
-               side_files=_text_side_files)
+    FileFormat(
+        "text",
+        (".txt", ".ir"),
+        load=_load_text,
+        save=_save_text,
+        description="the irpass text format (big constants in a .npz beside it)",
+        side_files=_text_side_files,
+    )
 )
 
 

@@ -232,8 +232,9 @@ class Constant(Expr):
             # Byte order is storage, not value: keep one (native) representation.
             dtype = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
             repeated = data.size > 1 and not any(data.strides)
-            storage = np.array(data.flat[0] if repeated else data, dtype=dtype, copy=True,
-                               order="C")
+            storage = np.array(
+                data.flat[0] if repeated else data, dtype=dtype, copy=True, order="C"
+            )
             storage.setflags(write=False)
             _own_storage(storage)
             # a broadcast view is read-only for good, like the plain view

@@ -369,17 +369,21 @@ class Op(Expr):
         # raises reads it; 0.2 us a strided_slice call, 0.4 us a conv2d), and
         # whether the converter's result and the default are plain already
         # (compared by identity: a converter need not be hashable).
-        _set(self, "_attr_plan", tuple(
-            (
-                f.name,
-                f.convert,
-                f.default,
-                f"{name}.{f.name}",
-                any(f.convert is c for c in _PLAIN_CONVERTERS),
-                _is_plain_value(f.default),
-            )
-            for f in self.attr_fields
-        ))
+        _set(
+            self,
+            "_attr_plan",
+            tuple(
+                (
+                    f.name,
+                    f.convert,
+                    f.default,
+                    f"{name}.{f.name}",
+                    any(f.convert is c for c in _PLAIN_CONVERTERS),
+                    _is_plain_value(f.default),
+                )
+                for f in self.attr_fields
+            ),
+        )
         # Attrs check that names are strings; an odd schema takes that path.
         _set(self, "_str_names", all(isinstance(f.name, str) for f in self.attr_fields))
 

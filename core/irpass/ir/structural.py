@@ -169,8 +169,14 @@ _NodeCallback = Callable[[Any, Any, str], None]
 
 # The kinds of the plain Python values, by exact type (their subclasses, numpy's
 # scalars and the rest go through the isinstance tests of _kind).
-_PLAIN_KINDS = {bool: "bool", int: "int", float: "float", str: "str", list: "sequence",
-                tuple: "sequence"}
+_PLAIN_KINDS = {
+    bool: "bool",
+    int: "int",
+    float: "float",
+    str: "str",
+    list: "sequence",
+    tuple: "sequence",
+}
 
 
 def _kind(value: Any) -> str:
@@ -403,15 +409,23 @@ class _Comparer:
         if ta is not type(b):
             return False
         if ta is TensorType:
-            return (a.dtype == b.dtype and len(a.shape) == len(b.shape)
-                    and all(self._dims_equal(x, y) for x, y in zip(a.shape, b.shape, strict=True)))
+            return (
+                a.dtype == b.dtype
+                and len(a.shape) == len(b.shape)
+                and all(self._dims_equal(x, y) for x, y in zip(a.shape, b.shape, strict=True))
+            )
         if ta is TupleType:
             return len(a.fields) == len(b.fields) and all(
-                self._types_equal(x, y) for x, y in zip(a.fields, b.fields, strict=True))
+                self._types_equal(x, y) for x, y in zip(a.fields, b.fields, strict=True)
+            )
         if ta is FuncType:
-            return len(a.arg_types) == len(b.arg_types) and all(
-                self._types_equal(x, y) for x, y in zip(a.arg_types, b.arg_types, strict=True)
-            ) and self._types_equal(a.ret_type, b.ret_type)
+            return (
+                len(a.arg_types) == len(b.arg_types)
+                and all(
+                    self._types_equal(x, y) for x, y in zip(a.arg_types, b.arg_types, strict=True)
+                )
+                and self._types_equal(a.ret_type, b.ret_type)
+            )
         return False
 
     def _dims_equal(self, a: Any, b: Any) -> bool:

@@ -96,11 +96,31 @@ DTYPE_KINDS: dict[str, str] = {
 #: The width of each dtype in bits (what ``reinterpret`` keeps; ml_dtypes stores the 4-
 #: and 2-bit types one per byte, so this is not ``itemsize * 8`` for them).
 DTYPE_BITS: dict[str, int] = {
-    "bool": 8, "int2": 2, "uint2": 2, "int4": 4, "uint4": 4, "float4_e2m1fn": 4,
-    "float6_e2m3fn": 6, "float6_e3m2fn": 6, "int8": 8, "uint8": 8, "float8_e4m3fn": 8,
-    "float8_e4m3fnuz": 8, "float8_e5m2": 8, "float8_e5m2fnuz": 8, "float8_e8m0fnu": 8,
-    "int16": 16, "uint16": 16, "float16": 16, "bfloat16": 16, "int32": 32, "uint32": 32,
-    "float32": 32, "int64": 64, "uint64": 64, "float64": 64,
+    "bool": 8,
+    "int2": 2,
+    "uint2": 2,
+    "int4": 4,
+    "uint4": 4,
+    "float4_e2m1fn": 4,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+    "int8": 8,
+    "uint8": 8,
+    "float8_e4m3fn": 8,
+    "float8_e4m3fnuz": 8,
+    "float8_e5m2": 8,
+    "float8_e5m2fnuz": 8,
+    "float8_e8m0fnu": 8,
+    "int16": 16,
+    "uint16": 16,
+    "float16": 16,
+    "bfloat16": 16,
+    "int32": 32,
+    "uint32": 32,
+    "float32": 32,
+    "int64": 64,
+    "uint64": 64,
+    "float64": 64,
 }
 
 
@@ -334,6 +354,8 @@ def substitute_sizes(ty: Type, sizes: dict[str, Dim]) -> Type:
     if isinstance(ty, TupleType):
         return TupleType(tuple(substitute_sizes(f, sizes) for f in ty.fields))
     if isinstance(ty, FuncType):
-        return FuncType(tuple(substitute_sizes(a, sizes) for a in ty.arg_types),
-                        substitute_sizes(ty.ret_type, sizes))
+        return FuncType(
+            tuple(substitute_sizes(a, sizes) for a in ty.arg_types),
+            substitute_sizes(ty.ret_type, sizes),
+        )
     return ty

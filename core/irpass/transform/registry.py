@@ -188,11 +188,21 @@ class LazyPass:
 
 
 @overload
-def register_pass(factory: PassFactory | Pass, name: str | None = None, *,
-                  override: bool = False, owner: str | None = None) -> Any: ...
+def register_pass(
+    factory: PassFactory | Pass,
+    name: str | None = None,
+    *,
+    override: bool = False,
+    owner: str | None = None,
+) -> Any: ...
 @overload
-def register_pass(factory: None = None, name: str | None = None, *,
-                  override: bool = False, owner: str | None = None) -> Callable[[Any], Any]: ...
+def register_pass(
+    factory: None = None,
+    name: str | None = None,
+    *,
+    override: bool = False,
+    owner: str | None = None,
+) -> Callable[[Any], Any]: ...
 
 
 def register_pass(
@@ -331,7 +341,7 @@ def _requirement_order(
 
     def visit(name: str, chain: list[str]) -> None:
         if name in chain:
-            cycle = " -> ".join(chain[chain.index(name):] + [name])
+            cycle = " -> ".join(chain[chain.index(name) :] + [name])
             raise PassDependencyError(
                 f"pass requirements form a cycle: {cycle} "
                 f"(while resolving {' -> '.join(chain + [name])})",
@@ -367,7 +377,6 @@ def _requirement_order(
     return order
 
 
-
 def check_pass_factory(obj: Any, *, call: bool = False) -> None:
     """Raise ``TypeError`` saying why ``obj`` is not a pass factory (nor a :class:`Pass`).
 
@@ -387,8 +396,9 @@ def check_pass_factory(obj: Any, *, call: bool = False) -> None:
         return  # a LazyPass's target is checked when it is imported
     what = repr(_label(obj))
     if isinstance(obj, type):
-        raise TypeError(f"{what} is a class that is not a Pass (decorate it with "
-                        "module_pass or function_pass)")
+        raise TypeError(
+            f"{what} is a class that is not a Pass (decorate it with module_pass or function_pass)"
+        )
     if not callable(obj):
         raise TypeError(f"{obj!r} is neither a pass factory nor a Pass")
     if inspect.isbuiltin(obj):
@@ -415,8 +425,10 @@ def check_pass_factory(obj: Any, *, call: bool = False) -> None:
     if not isinstance(made, Pass):
         text = repr(made)
         text = text if len(text) <= 60 else text[:57] + "..."
-        raise TypeError(f"{what} is not a pass factory: called with no arguments it "
-                        f"returned {type(made).__name__} {text}, not a Pass")
+        raise TypeError(
+            f"{what} is not a pass factory: called with no arguments it "
+            f"returned {type(made).__name__} {text}, not a Pass"
+        )
 
 
 def _label(obj: Any) -> str:
