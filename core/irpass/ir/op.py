@@ -18,7 +18,6 @@ import difflib
 import enum
 import importlib
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -394,10 +393,10 @@ class Op(Expr):
             return _REGISTRY[name]
         except KeyError:
             pass
-        if _load_core_ops():
-            op = _REGISTRY.get(name)
-            if op is not None:
-                return op
+        _load_core_ops()
+        op = _REGISTRY.get(name)
+        if op is not None:
+            return op
         ensure_plugins()  # a plugin's op: load the plugins once, then look again
         try:
             return _REGISTRY[name]
@@ -536,14 +535,13 @@ def list_ops() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _load_core_ops() -> bool:
+def _load_core_ops() -> None:
     """Import the standard op set (:mod:`irpass.op`, which registers its ops) unless it
-    is imported or being imported; whether it was imported now.
+    is imported.
 
     The op set brings numpy (its kernels): it is loaded when an op is first looked up
     by name, listed or registered by someone else, not when this module is imported.
+    While another thread imports it, this waits until it is done (the import lock);
+    within the op set's own import (its modules register ops), it returns at once.
     """
-    if "irpass.op" in sys.modules:
-        return False
     importlib.import_module("irpass.op")
-    return True
