@@ -53,26 +53,61 @@ def _first(types, attrs):
     return types[0]
 
 
-ADD = register_op("test_ti.add", num_inputs=2, type_rel=_same_type,
-                  kernel=lambda a, at: a[0] + a[1], pattern=OpPattern.BROADCAST,
-                  owner="tests", override=True)
-NEG = register_op("test_ti.neg", num_inputs=1, type_rel=_first,
-                  kernel=lambda a, at: -a[0], pattern=OpPattern.ELEMWISE,
-                  owner="tests", override=True)
-LESS = register_op("test_ti.less", num_inputs=2,
-                   type_rel=lambda ts, at: TensorType(ts[0].shape, "bool"),
-                   kernel=lambda a, at: a[0] < a[1], pattern=OpPattern.BROADCAST,
-                   owner="tests", override=True)
-REPEAT = register_op("test_ti.repeat", num_inputs=1,
-                     type_rel=lambda ts, at: TensorType((ts[0].shape[0] * at.times,), ts[0].dtype),
-                     kernel=lambda a, at: np.tile(a[0], at.times), pattern=OpPattern.INJECTIVE,
-                     attrs=[AttrField("times", attr_int, 2)], owner="tests", override=True)
-NOT_A_TYPE = register_op("test_ti.bad_rel", num_inputs=1, type_rel=lambda ts, at: "float32",
-                         kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
-                         owner="tests", override=True)
-BUGGY = register_op("test_ti.buggy_rel", num_inputs=1, type_rel=lambda ts, at: {}["boom"],
-                    kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
-                    owner="tests", override=True)
+ADD = register_op(
+    "test_ti.add",
+    num_inputs=2,
+    type_rel=_same_type,
+    kernel=lambda a, at: a[0] + a[1],
+    pattern=OpPattern.BROADCAST,
+    owner="tests",
+    override=True,
+)
+NEG = register_op(
+    "test_ti.neg",
+    num_inputs=1,
+    type_rel=_first,
+    kernel=lambda a, at: -a[0],
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+    override=True,
+)
+LESS = register_op(
+    "test_ti.less",
+    num_inputs=2,
+    type_rel=lambda ts, at: TensorType(ts[0].shape, "bool"),
+    kernel=lambda a, at: a[0] < a[1],
+    pattern=OpPattern.BROADCAST,
+    owner="tests",
+    override=True,
+)
+REPEAT = register_op(
+    "test_ti.repeat",
+    num_inputs=1,
+    type_rel=lambda ts, at: TensorType((ts[0].shape[0] * at.times,), ts[0].dtype),
+    kernel=lambda a, at: np.tile(a[0], at.times),
+    pattern=OpPattern.INJECTIVE,
+    attrs=[AttrField("times", attr_int, 2)],
+    owner="tests",
+    override=True,
+)
+NOT_A_TYPE = register_op(
+    "test_ti.bad_rel",
+    num_inputs=1,
+    type_rel=lambda ts, at: "float32",
+    kernel=lambda a, at: a[0],
+    pattern=OpPattern.OPAQUE,
+    owner="tests",
+    override=True,
+)
+BUGGY = register_op(
+    "test_ti.buggy_rel",
+    num_inputs=1,
+    type_rel=lambda ts, at: {}["boom"],
+    kernel=lambda a, at: a[0],
+    pattern=OpPattern.OPAQUE,
+    owner="tests",
+    override=True,
+)
 
 
 def add(a, b):
@@ -157,9 +192,15 @@ def _concat_rel(types, attrs):
     return TensorType((a.shape[0] + b.shape[0],), a.dtype)
 
 
-CONCAT = register_op("test_ti.concat", num_inputs=2, type_rel=_concat_rel,
-                     kernel=lambda a, at: np.concatenate(a), pattern=OpPattern.INJECTIVE,
-                     owner="tests", override=True)
+CONCAT = register_op(
+    "test_ti.concat",
+    num_inputs=2,
+    type_rel=_concat_rel,
+    kernel=lambda a, at: np.concatenate(a),
+    pattern=OpPattern.INJECTIVE,
+    owner="tests",
+    override=True,
+)
 
 
 def test_shared_nodes_are_inferred_once():
@@ -230,17 +271,35 @@ def _by_flag_kind(types, attrs):
     return TensorType((len(flag) if isinstance(flag, tuple) else 1,), dtype)
 
 
-COUNTED = register_op("test_ti.counted", num_inputs=1, type_rel=_counted_first,
-                      kernel=lambda a, at: a[0], pattern=OpPattern.ELEMWISE,
-                      owner="tests", override=True)
-NOT_INT32 = register_op("test_ti.not_int32", num_inputs=1, type_rel=_not_int32,
-                        kernel=lambda a, at: a[0], pattern=OpPattern.ELEMWISE,
-                        owner="tests", override=True)
+COUNTED = register_op(
+    "test_ti.counted",
+    num_inputs=1,
+    type_rel=_counted_first,
+    kernel=lambda a, at: a[0],
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+    override=True,
+)
+NOT_INT32 = register_op(
+    "test_ti.not_int32",
+    num_inputs=1,
+    type_rel=_not_int32,
+    kernel=lambda a, at: a[0],
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+    override=True,
+)
 # The converter keeps the value as given, so flag=True, 1 and 1.0 all reach the relation.
-BY_FLAG_KIND = register_op("test_ti.by_flag_kind", num_inputs=1, type_rel=_by_flag_kind,
-                           kernel=lambda a, at: a[0], pattern=OpPattern.OPAQUE,
-                           attrs=[AttrField("flag", lambda v, where: v, 0)],
-                           owner="tests", override=True)
+BY_FLAG_KIND = register_op(
+    "test_ti.by_flag_kind",
+    num_inputs=1,
+    type_rel=_by_flag_kind,
+    kernel=lambda a, at: a[0],
+    pattern=OpPattern.OPAQUE,
+    attrs=[AttrField("flag", lambda v, where: v, 0)],
+    owner="tests",
+    override=True,
+)
 
 
 def test_memo_keeps_calls_with_different_attrs_apart():
@@ -251,8 +310,13 @@ def test_memo_keeps_calls_with_different_attrs_apart():
 
 
 def test_memo_keeps_calls_with_different_argument_types_apart():
-    args = [var("a", shape=(3,)), var("b", shape=(3,), dtype="int8"), var("c", shape=(3,)),
-            var("d", shape=(2,)), var("e", shape=(3,), dtype="int8")]
+    args = [
+        var("a", shape=(3,)),
+        var("b", shape=(3,), dtype="int8"),
+        var("c", shape=(3,)),
+        var("d", shape=(2,)),
+        var("e", shape=(3,), dtype="int8"),
+    ]
     calls = [Call(COUNTED, [a]) for a in args]
     MEMO_CALLS["n"] = 0
     infer_type(Tuple(calls))
@@ -268,8 +332,17 @@ def test_memo_keeps_attr_values_of_different_kinds_apart():
     assert calls[0].attrs == calls[1].attrs == calls[2].attrs  # == cannot tell them apart
     infer_type(Tuple(calls))
     dtypes = [c.checked_type.dtype for c in calls]
-    assert dtypes == ["int32", "bool", "float32", "int32", "int32", "bool", "float32", "bool",
-                      "int32"]
+    assert dtypes == [
+        "int32",
+        "bool",
+        "float32",
+        "int32",
+        "int32",
+        "bool",
+        "float32",
+        "bool",
+        "int32",
+    ]
 
 
 def test_a_failing_relation_is_reported_for_every_call_with_its_node():
@@ -300,10 +373,15 @@ def test_a_failing_call_after_an_equal_remembered_one_still_fails():
     assert info.value.expr is bad
 
 
-CAST_I32 = register_op("test_ti.cast_i32", num_inputs=1,
-                       type_rel=lambda ts, at: TensorType(ts[0].shape, "int32"),
-                       kernel=lambda a, at: a[0].astype("int32"), pattern=OpPattern.ELEMWISE,
-                       owner="tests", override=True)
+CAST_I32 = register_op(
+    "test_ti.cast_i32",
+    num_inputs=1,
+    type_rel=lambda ts, at: TensorType(ts[0].shape, "int32"),
+    kernel=lambda a, at: a[0].astype("int32"),
+    pattern=OpPattern.ELEMWISE,
+    owner="tests",
+    override=True,
+)
 
 
 class _OpaqueType(irpass.ir.Type):
@@ -323,8 +401,12 @@ def test_calls_on_types_of_other_classes_are_not_memoized():
     opaque = _OpaqueType("handle")
     h = Var("h", opaque)
     inner = Call(COUNTED, [h])
-    calls = [inner, Call(COUNTED, [h]), Call(COUNTED, [inner]),
-             Call(COUNTED, [Var("t", TupleType([F32_3, opaque]))])]
+    calls = [
+        inner,
+        Call(COUNTED, [h]),
+        Call(COUNTED, [inner]),
+        Call(COUNTED, [Var("t", TupleType([F32_3, opaque]))]),
+    ]
     MEMO_CALLS["n"] = 0
     infer_type(Tuple(calls))
     assert MEMO_CALLS["n"] == 4
@@ -347,13 +429,22 @@ def test_memo_stops_in_a_program_of_distinct_calls_with_the_same_results():
 
 
 def test_constants_of_one_shape_and_different_dtypes_in_one_program():
-    datas = [np.zeros((2,), "float32"), np.zeros((2,), "int32"), np.zeros((2,), ">f4"),
-             np.zeros((2, 1), "float32"), np.zeros((2,), "float32")]
+    datas = [
+        np.zeros((2,), "float32"),
+        np.zeros((2,), "int32"),
+        np.zeros((2,), ">f4"),
+        np.zeros((2, 1), "float32"),
+        np.zeros((2,), "float32"),
+    ]
     consts = [Constant(d) for d in datas]
     infer_type(Tuple(consts))
     assert [c.checked_type for c in consts] == [
-        TensorType((2,), "float32"), TensorType((2,), "int32"), TensorType((2,), "float32"),
-        TensorType((2, 1), "float32"), TensorType((2,), "float32")]
+        TensorType((2,), "float32"),
+        TensorType((2,), "int32"),
+        TensorType((2,), "float32"),
+        TensorType((2, 1), "float32"),
+        TensorType((2,), "float32"),
+    ]
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -391,8 +482,11 @@ def test_relation_returning_a_non_type():
 
 
 def test_relation_crashing_is_reported_with_its_cause():
-    with pytest.raises(TypeInferenceError, match=r"type relation of 'test_ti.buggy_rel' failed "
-                                                 r"with KeyError") as info:
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"type relation of 'test_ti.buggy_rel' failed "
+        r"with KeyError",
+    ) as info:
         infer_type(Call(BUGGY, [var("x", shape=(3,))]))
     assert isinstance(info.value.__cause__, KeyError)
 
@@ -408,8 +502,10 @@ def test_let_annotation_must_match_value():
     x = var("x", shape=(3,))
     y = var("y", shape=(4,))
     e = Let(y, neg(x), y)
-    expected = (r"%y is annotated Tensor\[\(4,\), float32\] but its value has type "
-                r"Tensor\[\(3,\), float32\]")
+    expected = (
+        r"%y is annotated Tensor\[\(4,\), float32\] but its value has type "
+        r"Tensor\[\(3,\), float32\]"
+    )
     with pytest.raises(TypeInferenceError, match=expected):
         infer_type(Function([x], e))
 
@@ -417,15 +513,21 @@ def test_let_annotation_must_match_value():
 def test_ret_type_annotation_must_match_body():
     x = var("x", shape=(3,))
     mod = IRModule({"f": Function([x], neg(x), ret_type=F32_4)})
-    with pytest.raises(TypeInferenceError, match=r"@f is annotated to return Tensor\[\(4,\), "
-                                                 r"float32\] but its body has type Tensor\[\(3,\)"):
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"@f is annotated to return Tensor\[\(4,\), "
+        r"float32\] but its body has type Tensor\[\(3,\)",
+    ):
         infer_type(mod)
 
 
 def test_if_condition_must_be_a_bool_scalar():
     x = var("x", shape=(3,))
-    with pytest.raises(TypeInferenceError, match=r"condition .* Tensor\[\(\), bool\], got "
-                                                 r"Tensor\[\(3,\), float32\]"):
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"condition .* Tensor\[\(\), bool\], got "
+        r"Tensor\[\(3,\), float32\]",
+    ):
         infer_type(If(x, x, x))
 
 
@@ -433,8 +535,11 @@ def test_if_branches_must_agree():
     c = var("c", BOOL)
     x = var("x", shape=(3,))
     y = var("y", shape=(4,))
-    with pytest.raises(TypeInferenceError, match=r"branches .* different types: Tensor\[\(3,\), "
-                                                 r"float32\] and Tensor\[\(4,\), float32\]"):
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"branches .* different types: Tensor\[\(3,\), "
+        r"float32\] and Tensor\[\(4,\), float32\]",
+    ):
         infer_type(If(c, x, y))
 
 
@@ -452,11 +557,17 @@ def test_calls_of_functions_check_count_and_types():
     x = var("x", shape=(4,))
     with pytest.raises(TypeInferenceError, match=r"takes 1 argument.* 2 were given"):
         infer_type(Call(f, [x, x]))
-    with pytest.raises(TypeInferenceError, match=r"argument 0 .* Tensor\[\(4,\), float32\] but the "
-                                                 r"callee expects Tensor\[\(3,\), float32\]"):
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"argument 0 .* Tensor\[\(4,\), float32\] but the "
+        r"callee expects Tensor\[\(3,\), float32\]",
+    ):
         infer_type(Call(f, [x]))
-    with pytest.raises(TypeInferenceError, match=r"callee has type Tensor\[\(4,\), float32\], "
-                                                 r"which is not a function type"):
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"callee has type Tensor\[\(4,\), float32\], "
+        r"which is not a function type",
+    ):
         infer_type(Call(x, [x]))
 
 
@@ -512,8 +623,11 @@ def test_recursion_with_ret_type():
 
 def test_recursion_without_ret_type_is_an_error_naming_the_function():
     mod = IRModule({"count": _countdown(None)})
-    with pytest.raises(TypeInferenceError, match=r"@count is called recursively .* no ret_type "
-                                                 r"annotation") as info:
+    with pytest.raises(
+        TypeInferenceError,
+        match=r"@count is called recursively .* no ret_type "
+        r"annotation",
+    ) as info:
         infer_type(mod)
     assert info.value.function == "@count"
 
@@ -810,8 +924,9 @@ def test_copy_on_conflict_of_a_deep_let_chain_is_iterative():
 def test_annotated_var_used_before_its_let_is_an_error_in_a_module():
     w = var("w", shape=())
     e = Let(w, add(w, const(1.0)), w)
-    with pytest.raises(TypeInferenceError, match=r"%w is used before \(or without\) being bound"
-                       ) as info:
+    with pytest.raises(
+        TypeInferenceError, match=r"%w is used before \(or without\) being bound"
+    ) as info:
         infer_type(IRModule({"main": Function([], e)}))
     assert info.value.function == "@main"
     assert "in @main" in str(info.value)
@@ -820,8 +935,12 @@ def test_annotated_var_used_before_its_let_is_an_error_in_a_module():
 def test_free_annotated_var_of_a_global_function_is_an_error():
     z = var("z", shape=(3,))
     p = var("p", shape=(3,))
-    mod = IRModule({"main": Function([p], Call(GlobalVar("g"), [p])),
-                    "g": Function([p], Function([], add(p, z)))})
+    mod = IRModule(
+        {
+            "main": Function([p], Call(GlobalVar("g"), [p])),
+            "g": Function([p], Function([], add(p, z))),
+        }
+    )
     with pytest.raises(TypeInferenceError, match=r"%z is used before") as info:
         infer_type(mod)
     assert info.value.function == "a local function in @g"
@@ -876,8 +995,10 @@ def test_label_of_a_deeply_nested_function_is_shortened():
     mod = _nested(2000, lambda x: If(x, x, x))
     with pytest.raises(TypeInferenceError) as info:
         infer_type(mod)
-    where = ("a local function in a local function in a local function in "
-             "(1996 more enclosing functions) in a local function in @main")
+    where = (
+        "a local function in a local function in a local function in "
+        "(1996 more enclosing functions) in a local function in @main"
+    )
     assert info.value.function == where
     assert len(str(info.value)) < 500
 
@@ -887,8 +1008,9 @@ def test_label_of_a_deeply_nested_function_is_shortened():
 
 def _functions(expr_or_mod):
     """Every Function node reachable from a module's functions (or an expression)."""
-    roots = list(expr_or_mod.functions.values()) if isinstance(expr_or_mod, IRModule) else [
-        expr_or_mod]
+    roots = (
+        list(expr_or_mod.functions.values()) if isinstance(expr_or_mod, IRModule) else [expr_or_mod]
+    )
     found = []
     for root in roots:
         post_order_visit(root, lambda n: found.append(n) if type(n) is Function else None)
@@ -898,6 +1020,7 @@ def _functions(expr_or_mod):
 def _program(annotated):
     """@main with a let-bound closure, a directly called function, a function nested in a
     function and a call of @helper; with ``annotated`` every function has its ret_type."""
+
     def ret(ty):
         return ty if annotated else None
 
@@ -1060,10 +1183,12 @@ def test_random_programs_get_every_ret_type_and_keep_their_meaning(mod):
     # recursive call needs it.
     keep = set()
     while True:
-        bare = IRModule({
-            gv: f if gv.name_hint in keep else Function(f.params, f.body, None, f.attrs)
-            for gv, f in mod.items()
-        })
+        bare = IRModule(
+            {
+                gv: f if gv.name_hint in keep else Function(f.params, f.body, None, f.attrs)
+                for gv, f in mod.items()
+            }
+        )
         try:
             infer_type(IRModule(dict(bare.functions)))
             break
@@ -1104,3 +1229,26 @@ def test_a_type_reading_pass_called_directly_returns_annotated_functions():
         out = irpass.transform.get_pass("SimplifyExpr")(mod)
     assert out["main"].body is x  # double negation removed
     assert out["main"].ret_type == F32_3
+
+
+def test_consecutive_calls_of_one_op_differing_in_attrs_or_arg_types():
+    # the last call of an op is reused only for the same attrs and argument types
+    from irpass import op
+
+    x = var("x", shape=(2, 3))
+    t = op.nn.relu(x)
+    fields = [
+        op.sum(t, axis=[0]),
+        op.sum(t, axis=[1]),
+        op.sum(op.reshape(t, (3, 2)), axis=[1]),
+        op.add(t, t),
+        op.add(op.sum(t, axis=[0]), op.sum(t, axis=[0])),
+    ]
+    mod = infer_type(IRModule.from_expr(Function([x], Tuple(fields))))
+    assert [str(f) for f in mod["main"].ret_type.fields] == [
+        "Tensor[(3,), float32]",
+        "Tensor[(2,), float32]",
+        "Tensor[(3,), float32]",
+        "Tensor[(2, 3), float32]",
+        "Tensor[(3,), float32]",
+    ]
