@@ -23,7 +23,6 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
-from ..transform.config import register_config_option
 from ..transform.info import pass_names
 from .base import PassInstrument
 
@@ -40,16 +39,9 @@ __all__ = [
     "module_text",
 ]
 
-#: The config option: constants of more elements print without their data.
+#: The config option (declared with the core's options in :mod:`irpass.transform.context`):
+#: constants of more elements print without their data.
 ELIDE_OPTION = "print.elide_constants"
-
-register_config_option(
-    ELIDE_OPTION,
-    int,
-    16,
-    "the printing instruments, DumpIR and PrintIR print constants of more elements "
-    "without their data; -1 prints every value",
-)
 
 
 def module_text(mod: IRModule, elide_constants: int | None = None) -> str:

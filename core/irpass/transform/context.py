@@ -73,6 +73,19 @@ register_config_option(
     "(irpass optimize turns it on unless --no-verify-each)",
 )
 
+#: Constants of more elements print without their data (the printing instruments, DumpIR,
+#: PrintIR). Declared here with the core's other options rather than where it is read:
+#: those modules are imported on first use, and a context must know the key before that.
+ELIDE_CONSTANTS = "print.elide_constants"
+
+register_config_option(
+    ELIDE_CONSTANTS,
+    int,
+    16,
+    "the printing instruments, DumpIR and PrintIR print constants of more elements "
+    "without their data; -1 prints every value",
+)
+
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:
