@@ -345,25 +345,30 @@ class _Parser:
     def _read_metadata_section(self, start: int) -> dict[int, np.ndarray]:
         text = self.text
         out: dict[int, np.ndarray] = {}
+        # (dtype, shape text) -> (little-endian dtype, shape, byte size): checked
+        # once per layout, as a module's constants share a few.
+        layouts: dict[tuple[str, str], tuple[np.dtype, tuple[int, ...], int]] = {}
         pos = start
-        while pos < len(text):
-            end = text.find("\n", pos)
-            if end < 0:
-                end = len(text)
-            line = text[pos:end].strip()
+        for raw_line in text[start:].split("\n"):
+            line = raw_line.strip()
             if line and not line.startswith("//"):
-                col = pos + (len(text[pos:end]) - len(text[pos:end].lstrip()))
+                col = pos + (len(raw_line) - len(raw_line.lstrip()))
                 self.meta_offset = col
-                out_k, arr = self._metadata_entry(line, col)
+                out_k, arr = self._metadata_entry(line, col, layouts)
                 if out_k in out:
                     raise error_at(text, col, f"meta[Constant][{out_k}] is defined twice",
                                    self.filename)
                 out[out_k] = arr
-            pos = end + 1
+            pos += len(raw_line) + 1
         self.meta_offset = None
         return out
 
-    def _metadata_entry(self, line: str, offset: int) -> tuple[int, np.ndarray]:
+    def _metadata_entry(
+        self,
+        line: str,
+        offset: int,
+        layouts: dict[tuple[str, str], tuple[np.dtype, tuple[int, ...], int]],
+    ) -> tuple[int, np.ndarray]:
         def fail(msg: str) -> ParseError:
             return error_at(self.text, offset, msg, self.filename)
 
@@ -373,17 +378,23 @@ class _Parser:
                 "expected a metadata entry 'meta[Constant][k] = <dtype> (<shape>) <base64 data>'"
             )
         k, dtype, shape_text, data = m.groups()
-        if dtype not in SUPPORTED_DTYPES:
-            raise fail(f"meta[Constant][{k}]: unknown dtype {dtype!r}")
-        shape = _shape_of_text(shape_text)
-        if shape is None:
-            raise fail(f"meta[Constant][{k}]: bad shape ({shape_text}): expected "
-                       "non-negative integers separated by ',' like (2, 3), (4,) or ()")
+        layout = layouts.get((dtype, shape_text))
+        if layout is None:
+            layout = layouts[dtype, shape_text] = _meta_layout(k, dtype, shape_text, fail)
+        little, shape, nbytes = layout
         try:
             raw = base64.b64decode(data, validate=True)
         except ValueError:
             raise fail(f"meta[Constant][{k}]: the data is not valid base64") from None
-        return int(k), _array_from_bytes(raw, dtype, shape, fail, f"meta[Constant][{k}]")
+        if len(raw) != nbytes:
+            raise fail(
+                f"meta[Constant][{k}]: {len(raw)} bytes of data, but {dtype} {shape} needs "
+                f"{nbytes} bytes"
+            )
+        arr = np.frombuffer(raw, dtype=little).reshape(shape)
+        if not little.isnative:
+            arr = arr.astype(little.newbyteorder("="))
+        return int(k), arr
 
     def _meta_constant(self) -> Constant:
         toks = self.toks
@@ -1487,22 +1498,22 @@ def _array_size(shape: Sequence[int], itemsize: int) -> int | None:
     return math.prod(shape)
 
 
-def _array_from_bytes(
-    raw: bytes, dtype: str, shape: tuple[int, ...], fail: Any, what: str
-) -> np.ndarray:
+def _meta_layout(
+    k: str, dtype: str, shape_text: str, fail: Callable[[str], ParseError]
+) -> tuple[np.dtype, tuple[int, ...], int]:
+    """The stored dtype, shape and byte size of metadata entry ``k``, or ``fail(message)``."""
+    what = f"meta[Constant][{k}]"
+    if dtype not in SUPPORTED_DTYPES:
+        raise fail(f"{what}: unknown dtype {dtype!r}")
+    shape = _shape_of_text(shape_text)
+    if shape is None:
+        raise fail(f"{what}: bad shape ({shape_text}): expected "
+                   "non-negative integers separated by ',' like (2, 3), (4,) or ()")
     little = numpy_dtype(dtype).newbyteorder("<")
     size = _array_size(shape, little.itemsize)
     if size is None:
         raise fail(f"{what}: shape {shape} is too large for an array")
-    if len(raw) != size * little.itemsize:
-        raise fail(
-            f"{what}: {len(raw)} bytes of data, but {dtype} {shape} needs "
-            f"{size * little.itemsize} bytes"
-        )
-    arr = np.frombuffer(raw, dtype=little).reshape(shape)
-    if not arr.dtype.isnative:
-        arr = arr.astype(arr.dtype.newbyteorder("="))
-    return arr
+    return little, shape, size * little.itemsize
 
 
 def _metadata_arg(metadata: Any) -> dict[int, np.ndarray]:
