@@ -120,6 +120,23 @@ def test_the_op_set_is_loaded_when_an_op_is_first_named():
     assert "add(%x, %x)" in got["text"]
 
 
+def test_the_op_set_outlives_a_registry_snapshot_taken_before_it_was_loaded():
+    got = _fresh(
+        """
+        from irpass.plugins import PluginSettings
+        from irpass.testing.plugins import isolated_plugins
+        before = loaded("irpass.op")
+        with isolated_plugins(PluginSettings(autoload=False)):
+            from irpass import op
+            from irpass.ir import var
+            op.add(var("x", shape=(2,)), var("y", shape=(2,)))
+        from irpass.ir import Op, list_ops
+        print(json.dumps({"before": before, "add": Op.get("add").name, "n": len(list_ops())}))
+        """
+    )
+    assert got["before"] is False and got["add"] == "add" and got["n"] > 100
+
+
 def test_a_plugin_op_cannot_take_a_core_op_name_before_the_op_set_is_loaded():
     got = _fresh(
         """

@@ -535,13 +535,28 @@ def list_ops() -> list[str]:
     return sorted(_REGISTRY)
 
 
+# The ops of the standard op set, as irpass.op registered them (see _load_core_ops).
+_CORE_OPS: dict[str, Op] = {}
+
+
+def _record_core_ops() -> None:
+    """Remember the ops registered so far as the standard op set (``irpass.op`` calls
+    this once it has registered them all)."""
+    _CORE_OPS.update((name, op) for name, op in _REGISTRY.items() if op.owner == "irpass")
+
+
 def _load_core_ops() -> None:
     """Import the standard op set (:mod:`irpass.op`, which registers its ops) unless it
-    is imported.
+    is imported, and put back any of its ops the registry lost.
 
     The op set brings numpy (its kernels): it is loaded when an op is first looked up
     by name, listed or registered by someone else, not when this module is imported.
     While another thread imports it, this waits until it is done (the import lock);
     within the op set's own import (its modules register ops), it returns at once.
+    A registry snapshot taken before the op set was imported (``isolated_plugins``)
+    drops its ops when restored; they are the core's, so they come back here.
     """
     importlib.import_module("irpass.op")
+    for name, op in _CORE_OPS.items():
+        if name not in _REGISTRY:
+            _REGISTRY[name] = op

@@ -15,7 +15,7 @@ As in Relay, ``sum``, ``max``, ``min``, ``abs`` and ``round`` here shadow the
 Python builtins of the same names; use them as ``irpass.op.sum(...)``.
 """
 
-from ..ir.op import Op, OpPattern, list_ops, register_op
+from ..ir.op import Op, OpPattern, _record_core_ops, list_ops, register_op
 from . import image, nn, qnn, vision
 from .create import (
     arange,
@@ -219,3 +219,7 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+# Every op above is registered: the registry remembers them as the core's op set, which
+# it puts back if a registry snapshot taken before this import drops them.
+_record_core_ops()
