@@ -918,11 +918,13 @@ class _Parser:
             self.global_uses.setdefault(name, self.i)
             self.i += 1
             return gv
+        if c == "m" and tok[:5] == "meta[":
+            return self._meta_constant()
         if _is_number(tok):
             self.i += 1
             return self._scalar(tok, self.i - 1)
         if not _is_ident(tok):
-            return self._meta_constant() if tok[:5] == "meta[" else None
+            return None
         if tok == "True" or tok == "False":
             self.i += 1
             return Constant(np.array(tok == "True"))
