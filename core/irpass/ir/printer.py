@@ -396,8 +396,19 @@ class _Printer:
             return
         out.append("")
         out.append("#[metadata]")
+        # (dtype, shape) -> the stored dtype and "<dtype> (<shape>)": numpy 2
+        # computes dtype.name in Python, the larger part of a small entry's cost.
+        layouts: dict[tuple[np.dtype, tuple[int, ...]], tuple[np.dtype, str]] = {}
         for k, data in enumerate(self.meta):
-            out.append(f"meta[Constant][{k}] = {_meta_text(data)}")
+            layout = layouts.get((data.dtype, data.shape))
+            if layout is None:
+                layout = layouts[data.dtype, data.shape] = (
+                    data.dtype.newbyteorder("<"),
+                    f"{data.dtype.name} {shape_text(data.shape)}",
+                )
+            little, head = layout
+            payload = base64.b64encode(np.ascontiguousarray(data, dtype=little).tobytes())
+            out.append(f"meta[Constant][{k}] = {head} {payload.decode('ascii')}")
 
     # -- blocks -----------------------------------------------------------------------
     def _drive(self, lay: _Layout, gen: Iterator[Any], out: list[str]) -> None:
@@ -625,8 +636,3 @@ def _inline_const_text(data: np.ndarray) -> str | None:
         return None
     return f"const({data.dtype.name}, {shape_text(data.shape)}, [{', '.join(texts)}])"
 
-
-def _meta_text(data: np.ndarray) -> str:
-    little = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<"))
-    payload = base64.b64encode(little.tobytes()).decode("ascii")
-    return f"{data.dtype.name} {shape_text(data.shape)} {payload}"
