@@ -6,6 +6,8 @@ trend: each size's time per node over the smallest size's (1.0 when cost is
 linear). Nodes are the IR nodes of each function (calls, lets, tuples,
 projections, ifs, functions, vars, constants), ops not counted. Workloads:
 
+- ``W1``: the W1 chain of ``bench_std_passes`` (``multiply(%x, add(c1, c2))`` with two
+  4x4 constants a step): a ``#[metadata]`` line per constant;
 - ``W3``: the W3 chain of ``bench_std_passes`` (``let %d = tanh(%x);`` around
   ``add``/``nn.relu``), untyped: short lines, no types;
 - ``W3 typed``: the same after ``InferType``: a ``/* ty=... */`` comment on every line;
@@ -37,7 +39,7 @@ from irpass.ir import IRModule, Op, post_order_visit, structural_equal
 from irpass.ir.type_infer import infer_type
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_std_passes import w3  # noqa: E402  (the W3 builder, one definition)
+from bench_std_passes import w1, w3  # noqa: E402  (the builders, one definition)
 
 ZOO_MODEL = "hf_bert_sdpa_mask.torchscript17.onnx"
 SIZES = (10**3, 10**4, 10**5, 10**6)
@@ -58,6 +60,11 @@ def count_nodes(mod: IRModule) -> int:
     for func in mod.functions.values():
         post_order_visit(func, count)
     return n
+
+
+def w1_module(nodes: int) -> IRModule:
+    """W1 with about ``nodes`` nodes (4 a step: two constants, add, multiply)."""
+    return w1(max(1, nodes // 4))
 
 
 def w3_module(nodes: int) -> IRModule:
@@ -127,8 +134,10 @@ def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 def run(name: str, build: Callable[[int], IRModule], sizes: list[int], repeat: int) -> None:
     """Print one workload's rows."""
     print(f"\n{name}")
-    print(f"{'nodes':>10} {'text MB':>8} {'print s':>8} {'print n/s':>10} {'trend':>6} "
-          f"{'parse s':>8} {'parse n/s':>10} {'trend':>6}")
+    print(
+        f"{'nodes':>10} {'text MB':>8} {'print s':>8} {'print n/s':>10} {'trend':>6} "
+        f"{'parse s':>8} {'parse n/s':>10} {'trend':>6}"
+    )
     first: tuple[float, float] | None = None
     for size in sizes:
         mod = build(size)
@@ -141,9 +150,11 @@ def run(name: str, build: Callable[[int], IRModule], sizes: list[int], repeat: i
         per = (t_print / n, t_parse / n)
         if first is None:
             first = per
-        print(f"{n:>10,} {len(text) / 1e6:>8.1f} {t_print:>8.3f} {n / t_print:>10,.0f} "
-              f"{per[0] / first[0]:>6.2f} {t_parse:>8.3f} {n / t_parse:>10,.0f} "
-              f"{per[1] / first[1]:>6.2f}{'' if same else '  ROUND TRIP DIFFERS'}")
+        print(
+            f"{n:>10,} {len(text) / 1e6:>8.1f} {t_print:>8.3f} {n / t_print:>10,.0f} "
+            f"{per[0] / first[0]:>6.2f} {t_parse:>8.3f} {n / t_parse:>10,.0f} "
+            f"{per[1] / first[1]:>6.2f}{'' if same else '  ROUND TRIP DIFFERS'}"
+        )
 
 
 def main() -> None:
@@ -152,15 +163,18 @@ def main() -> None:
     parser.add_argument("--max", type=int, default=SIZES[-1], help="largest size (nodes)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    parser.add_argument("--workloads", default="W3,W3 typed,zoo",
-                        help="comma-separated: W3, W3 typed, zoo")
+    parser.add_argument(
+        "--workloads", default="W1,W3,W3 typed,zoo", help="comma-separated: W1, W3, W3 typed, zoo"
+    )
     args = parser.parse_args()
     if args.clock == "cpu":
         CLOCK = time.process_time
     sizes = [s for s in SIZES if s <= args.max]
-    print(f"Python {sys.version.split()[0]}, clock {args.clock}, median of {args.repeat}; "
-          "trend = time per node / the first row's")
-    builders = {"W3": w3_module, "W3 typed": w3_typed_module, "zoo": zoo_module}
+    print(
+        f"Python {sys.version.split()[0]}, clock {args.clock}, median of {args.repeat}; "
+        "trend = time per node / the first row's"
+    )
+    builders = {"W1": w1_module, "W3": w3_module, "W3 typed": w3_typed_module, "zoo": zoo_module}
     # The op set loads on first use: not in the first row's time.
     irpass.parse("def @main(%x: float32) { tanh(%x) }")
     for name in args.workloads.split(","):
