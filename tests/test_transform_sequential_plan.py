@@ -116,3 +116,28 @@ def test_timing_rows_read_inside_the_context_after_many_passes() -> None:
         seq(_mod())  # rows keep adding up after a read
         assert timing.timings()[0].calls == 6
     assert timing.timings() == []
+
+
+def test_timing_rows_are_the_same_when_records_are_folded_while_passes_run(monkeypatch) -> None:
+    import irpass.instrument.timing as timing_module
+
+    def rows(fold_at: int) -> list[tuple[str, int, int]]:
+        monkeypatch.setattr(timing_module, "_FOLD_AT", fold_at)
+        timing = PassTimingInstrument()
+        inner = Sequential([_recording(f"p{i}", []) for i in range(3)], name="inner")
+        seq = Sequential([inner, _recording("last", [])], name="outer")
+        with PassContext(instruments=[timing]):
+            for _ in range(4):
+                seq(_mod())
+            return [(r.name, r.depth, r.calls) for r in timing.timings()]
+
+    expected = [
+        ("outer", 0, 4),
+        ("inner", 1, 4),
+        ("p0", 2, 4),
+        ("p1", 2, 4),
+        ("p2", 2, 4),
+        ("last", 1, 4),
+    ]
+    assert rows(1 << 16) == expected
+    assert rows(3) == expected  # folded every few records, passes still in flight
