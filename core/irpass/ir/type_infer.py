@@ -398,16 +398,33 @@ class _Inferrer:
                     op = node.op
                     if type(op) is Op:
                         # Push the arguments still to do (the first one is taken up
-                        # now); with none, the call is typed right away. A call of one
-                        # argument, the most common, is spelled out.
+                        # now); with none, the call is typed right away. Calls of one
+                        # and two arguments, the most common, are spelled out.
                         args = node.args
-                        if len(args) == 1:
+                        nargs = len(args)
+                        if nargs == 1:
                             last = args[0]
                             if last in types:
                                 last = None
                             else:
                                 push(node)
                                 push(_EXIT)
+                        elif nargs == 2:
+                            # the loop below for two arguments, without its iterator
+                            first, last = args
+                            if last in types:
+                                last = None
+                            else:
+                                push(node)
+                                push(_EXIT)
+                            if first not in types:
+                                if last is None:
+                                    push(node)
+                                    push(_EXIT)
+                                else:
+                                    push(last)
+                                    push(_ENTER)
+                                last = first
                         else:
                             last = None
                             for a in reversed(args):
