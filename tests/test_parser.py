@@ -45,8 +45,13 @@ try:
     ANY_ATTRS = Op.get("test.parser.any")
 except ValueError:
     ANY_ATTRS = register_op(
-        "test.parser.any", num_inputs=1, type_rel=_first, kernel=lambda a, at: a[0],
-        pattern=OpPattern.OPAQUE, attrs=[AttrField("v", _any, None)], owner="tests",
+        "test.parser.any",
+        num_inputs=1,
+        type_rel=_first,
+        kernel=lambda a, at: a[0],
+        pattern=OpPattern.OPAQUE,
+        attrs=[AttrField("v", _any, None)],
+        owner="tests",
     )
 
 
@@ -86,8 +91,12 @@ def test_graph_names_share_nodes_and_add_no_lets():
 
 
 def test_let_lines_become_a_let_chain():
-    f = main_of(fn_text("  let %v: Tensor[(3,), float32] = tanh(%x);\n  let %w = add(%v, %x);\n"
-                        "  multiply(%w, %v)"))
+    f = main_of(
+        fn_text(
+            "  let %v: Tensor[(3,), float32] = tanh(%x);\n  let %w = add(%v, %x);\n"
+            "  multiply(%w, %v)"
+        )
+    )
     (x,) = f.params
     outer = f.body
     assert isinstance(outer, Let) and outer.var.name_hint == "v"
@@ -147,10 +156,12 @@ def test_if_fn_closures_and_calls_of_values():
 
 
 def test_recursive_let_bound_function():
-    f = main_of(fn_text(
-        "  let %f = fn (%n: Tensor[(3,), float32]) -> Tensor[(3,), float32] { %f(%n) };\n"
-        "  %f(%x)"
-    ))
+    f = main_of(
+        fn_text(
+            "  let %f = fn (%n: Tensor[(3,), float32]) -> Tensor[(3,), float32] { %f(%n) };\n"
+            "  %f(%x)"
+        )
+    )
     let = f.body
     assert let.value.body.op is let.var and let.body.op is let.var
 
@@ -188,7 +199,7 @@ def test_attr_values_of_every_kind():
     assert attr("True") is True and attr("False") is False and attr("None") is None
     assert attr('"a\\"b\\n\\u00e9"') == 'a"b\né'
     assert attr("[]") == () and attr("()") == ()
-    assert attr("[1, [2.5, \"x\"], [], None,]") == (1, (2.5, "x"), (), None)
+    assert attr('[1, [2.5, "x"], [], None,]') == (1, (2.5, "x"), (), None)
     assert attr("(1, 2)") == (1, 2)
 
 
@@ -200,9 +211,11 @@ def test_quoted_attr_keys():
 
 
 def test_op_attrs_fill_in_defaults():
-    f = main_of("def @main(%x: Tensor[(1, 3, 8, 8), float32], "
-                "%w: Tensor[(4, 3, 3, 3), float32]) {\n"
-                "  nn.conv2d(%x, %w, padding=[1, 1], channels=4)\n}")
+    f = main_of(
+        "def @main(%x: Tensor[(1, 3, 8, 8), float32], "
+        "%w: Tensor[(4, 3, 3, 3), float32]) {\n"
+        "  nn.conv2d(%x, %w, padding=[1, 1], channels=4)\n}"
+    )
     attrs = f.body.attrs
     assert attrs["padding"] == (1, 1, 1, 1) and attrs["channels"] == 4
     assert attrs["strides"] == (1, 1) and attrs["data_layout"] == "NCHW"
@@ -211,11 +224,20 @@ def test_op_attrs_fill_in_defaults():
 @pytest.mark.parametrize(
     "text, dtype, value",
     [
-        ("1.5f32", "float32", 1.5), ("1.5", "float32", 1.5), ("3", "int32", 3),
-        ("-3i64", "int64", -3), ("2u8", "uint8", 2), ("0.1f16", "float16", np.float16(0.1)),
-        ("0.1f64", "float64", 0.1), ("-0.0f32", "float32", -0.0), ("1e+30f32", "float32", 1e30),
-        ("inff32", "float32", np.inf), ("-inff64", "float64", -np.inf), ("nan", "float32", np.nan),
-        ("True", "bool", True), ("False", "bool", False),
+        ("1.5f32", "float32", 1.5),
+        ("1.5", "float32", 1.5),
+        ("3", "int32", 3),
+        ("-3i64", "int64", -3),
+        ("2u8", "uint8", 2),
+        ("0.1f16", "float16", np.float16(0.1)),
+        ("0.1f64", "float64", 0.1),
+        ("-0.0f32", "float32", -0.0),
+        ("1e+30f32", "float32", 1e30),
+        ("inff32", "float32", np.inf),
+        ("-inff64", "float64", -np.inf),
+        ("nan", "float32", np.nan),
+        ("True", "bool", True),
+        ("False", "bool", False),
         ("18446744073709551615u64", "uint64", 2**64 - 1),
     ],
 )
@@ -253,9 +275,11 @@ def test_metadata_section_and_argument():
 
 
 def test_same_meta_index_is_the_same_node():
-    f = main_of("def @main(%x: Tensor[(2,), float32]) {\n"
-                "  add(meta[Constant][0], meta[Constant][0])\n}\n"
-                "#[metadata]\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=\n")
+    f = main_of(
+        "def @main(%x: Tensor[(2,), float32]) {\n"
+        "  add(meta[Constant][0], meta[Constant][0])\n}\n"
+        "#[metadata]\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"
+    )
     assert f.body.args[0] is f.body.args[1]
 
 
@@ -368,8 +392,13 @@ def test_undefined_names():
     check(err(fn_text("  add(%x, %y)")), 2, 11, "undefined variable %y")
     check(err(fn_text("  add(%x, %xx)")), 2, 11, "undefined variable %xx", "did you mean %x")
     check(err(fn_text("  add(%x, %3)")), 2, 11, "undefined %3")
-    check(err(fn_text("  @g(%x)") + "def @go() { 1f32 }"), 2, 3,
-          "undefined global function @g", "did you mean @go")
+    check(
+        err(fn_text("  @g(%x)") + "def @go() { 1f32 }"),
+        2,
+        3,
+        "undefined global function @g",
+        "did you mean @go",
+    )
 
 
 def test_let_var_is_not_visible_in_its_own_value_or_after_its_block():
@@ -379,39 +408,65 @@ def test_let_var_is_not_visible_in_its_own_value_or_after_its_block():
 
 
 def test_duplicate_definitions():
-    check(err(fn_text("  %0 = tanh(%x);\n  %0 = tanh(%x);\n  %0")), 3, 3,
-          "duplicate definition of %0")
-    check(err(fn_text("  %0 = tanh(%x);\n  %1 = fn () { %0 = tanh(%x); %0 };\n  %0")), 3, 16,
-          "duplicate definition of %0")
+    check(
+        err(fn_text("  %0 = tanh(%x);\n  %0 = tanh(%x);\n  %0")), 3, 3, "duplicate definition of %0"
+    )
+    check(
+        err(fn_text("  %0 = tanh(%x);\n  %1 = fn () { %0 = tanh(%x); %0 };\n  %0")),
+        3,
+        16,
+        "duplicate definition of %0",
+    )
     check(err("def @f() { 1f32 }\ndef @f() { 2f32 }"), 2, 5, "duplicate definition of @f")
     check(err("def @f(%a, %a) { %a }"), 1, 12, "duplicate parameter %a")
-    check(err("def @f(%a, Primitive=1, Primitive=2) { %a }"), 1, 25,
-          "duplicate attribute 'Primitive'")
+    check(
+        err("def @f(%a, Primitive=1, Primitive=2) { %a }"), 1, 25, "duplicate attribute 'Primitive'"
+    )
 
 
 def test_bad_types():
-    check(err("def @f(%a: Tensor[(3,), float33]) { %a }"), 1, 25, "unknown dtype 'float33'",
-          "did you mean float32")
+    check(
+        err("def @f(%a: Tensor[(3,), float33]) { %a }"),
+        1,
+        25,
+        "unknown dtype 'float33'",
+        "did you mean float32",
+    )
     check(err("def @f(%a: Tensor[(3.5,), float32]) { %a }"), 1, 20, "expected a dimension")
-    check(err("def @f(%a: Tenser[(3,), float32]) { %a }"), 1, 12, "expected a type",
-          "did you mean Tensor")
-    check(err("def @f(%a: Tensor[(3,) float32]) { %a }"), 1, 24,
-          "expected ',' between the shape and the dtype")
+    check(
+        err("def @f(%a: Tenser[(3,), float32]) { %a }"),
+        1,
+        12,
+        "expected a type",
+        "did you mean Tensor",
+    )
+    check(
+        err("def @f(%a: Tensor[(3,) float32]) { %a }"),
+        1,
+        24,
+        "expected ',' between the shape and the dtype",
+    )
     deep = "(" * 150 + "float32" + ")" * 150
     check(err(f"def @f(%a: {deep}) {{ %a }}"), 1, 113, "type nesting too deep")
 
 
 def test_bad_attributes_are_reported_at_their_key_or_at_the_call():
-    text = ("def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
-            "  %0 = nn.conv2d(%x, %w, paddin=[1, 1]);\n  %0\n}")
+    text = (
+        "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
+        "  %0 = nn.conv2d(%x, %w, paddin=[1, 1]);\n  %0\n}"
+    )
     check(err(text), 2, 26, "no attribute 'paddin'", "did you mean padding")
     check(err(fn_text("  reshape(%x)")), 2, 3, "requires attribute 'newshape'")
     check(err(fn_text('  reshape(%x, newshape="a")')), 2, 15, "reshape.newshape")
     check(err(fn_text("  add(%x)")), 2, 3, "takes 2 argument(s), got 1")
     check(err(fn_text("  tanh(%x, axis=1, axis=2)")), 2, 20, "duplicate attribute 'axis'")
     check(err(fn_text("  sum(axis=1, %x)")), 2, 15, "positional argument after attributes")
-    check(err(fn_text("  %0 = fn (%y) { %y };\n  %0(%x, axis=1)")), 3, 5,
-          "only calls of an Op take attributes")
+    check(
+        err(fn_text("  %0 = fn (%y) { %y };\n  %0(%x, axis=1)")),
+        3,
+        5,
+        "only calls of an Op take attributes",
+    )
     check(err(fn_text("  sum(%x, axis=1f32)")), 2, 16, "no dtype suffix")
     check(err(fn_text("  sum(%x, axis=%x)")), 2, 16, "expected an attribute value")
     check(err(fn_text("  sum(%x, axis=[1, 2)")), 2, 21, "expected ',' or ']'")
@@ -422,19 +477,31 @@ def test_attribute_errors_point_at_the_offending_key():
     check(err(fn_text("  nn.softmax(%x, axis=1.5)")), 2, 18, "nn.softmax.axis must be an int")
     check(err(fn_text("  nn.softmax(tanh(%x), axis=1.5)")), 2, 24, "nn.softmax.axis must be an int")
     check(err(fn_text('  sum(%x, keepdims=True, axis=[1, "a"])')), 2, 26, "sum.axis[1]")
-    check(err(fn_text('  nn.conv2d(%x, %x, strides=[1, 1], padding="a")')), 2, 37,
-          "nn.conv2d.padding")
+    check(
+        err(fn_text('  nn.conv2d(%x, %x, strides=[1, 1], padding="a")')), 2, 37, "nn.conv2d.padding"
+    )
     check(err(fn_text("  tanh(%x, axis=1)")), 2, 12, "op 'tanh' takes no attributes")
     check(err(fn_text('  test.parser.any(%x, v=1, "w"=2)')), 2, 28, "no attribute 'w'")
 
 
 def test_syntax_errors_say_what_was_expected():
-    check(err(fn_text("  %0 = tanh(%x)\n  %0")), 3, 3, "expected ';' after the definition of %0",
-          "got '%0'")
-    check(err(fn_text("  let %v = tanh(%x)\n  %v")), 3, 3,
-          "expected ';' after the value of 'let %v'")
-    check(err(fn_text("  tanh(%x);")), 2, 11, "expected '}' after the block's result expression",
-          "got ';'")
+    check(
+        err(fn_text("  %0 = tanh(%x)\n  %0")),
+        3,
+        3,
+        "expected ';' after the definition of %0",
+        "got '%0'",
+    )
+    check(
+        err(fn_text("  let %v = tanh(%x)\n  %v")), 3, 3, "expected ';' after the value of 'let %v'"
+    )
+    check(
+        err(fn_text("  tanh(%x);")),
+        2,
+        11,
+        "expected '}' after the block's result expression",
+        "got ';'",
+    )
     check(err(fn_text("")), 3, 1, "expected an expression before '}'")
     check(err("def @main() {"), 1, 14, "expected an expression before end of input")
     check(err(fn_text("  if (True) { %x }")), 3, 1, "expected 'else'")
@@ -455,8 +522,9 @@ def test_bad_literals():
     check(err(fn_text("  add(%x, 300u8)")), 2, 11, "value 300 is out of range for uint8")
     check(err(fn_text("  add(%x, 1.5i32)")), 2, 11, "int32 literals must be integers")
     check(err(fn_text("  add(%x, 3f8)")), 2, 11, "unknown dtype suffix 'f8'")
-    check(err(fn_text("  const(float32, (2, 2), [1.0, 2.0, 3.0])")), 2, 27,
-          "needs 4 value(s), got 3")
+    check(
+        err(fn_text("  const(float32, (2, 2), [1.0, 2.0, 3.0])")), 2, 27, "needs 4 value(s), got 3"
+    )
     check(err(fn_text("  const(uint8, (1,), [300])")), 2, 23, "value 300 is out of range for uint8")
     check(err(fn_text("  const(int8, (1,), [1.5])")), 2, 22, "expected an integer")
     check(err(fn_text("  const(bool, (1,), [1])")), 2, 22, "expected True or False")
@@ -466,25 +534,59 @@ def test_bad_literals():
 def test_metadata_errors():
     text = "def @main(%x: Tensor[(2,), float32]) {\n  add(%x, meta[Constant][0])\n}\n"
     check(err(text), 2, 11, "meta[Constant][0] is not defined", "show_meta_data=False")
-    check(err('#[version = "irpass 0.1"]\n#[metadata_file = "m.npz"]\n' + text), 4, 11,
-          "'m.npz'", "irpass.load")
-    check(err(text + "#[metadata]\nmeta[Constant][1] = float32 (2,) AADAPwAAIEA=\n"), 2, 11,
-          "meta[Constant][0] is not defined", "1 constant(s)")
-    check(err(text + "#[metadata]\n\nmeta[Constant][0] = float32 (3,) AADAPwAAIEA=\n"), 6, 1,
-          "8 bytes of data", "(3,) needs 12 bytes")
-    check(err(text + "#[metadata]\nmeta[Constant][0] = float32 (2,) @@@\n"), 5, 1,
-          "expected a metadata entry")
-    check(err(text + "#[metadata]\nmeta[Constant][0] = float31 (2,) AADAPwAAIEA=\n"), 5, 1,
-          "unknown dtype 'float31'")
-    check(err(text + "#[metadata]\n  meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"
-              "  meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"), 6, 3, "defined twice")
+    check(
+        err('#[version = "irpass 0.1"]\n#[metadata_file = "m.npz"]\n' + text),
+        4,
+        11,
+        "'m.npz'",
+        "irpass.load",
+    )
+    check(
+        err(text + "#[metadata]\nmeta[Constant][1] = float32 (2,) AADAPwAAIEA=\n"),
+        2,
+        11,
+        "meta[Constant][0] is not defined",
+        "1 constant(s)",
+    )
+    check(
+        err(text + "#[metadata]\n\nmeta[Constant][0] = float32 (3,) AADAPwAAIEA=\n"),
+        6,
+        1,
+        "8 bytes of data",
+        "(3,) needs 12 bytes",
+    )
+    check(
+        err(text + "#[metadata]\nmeta[Constant][0] = float32 (2,) @@@\n"),
+        5,
+        1,
+        "expected a metadata entry",
+    )
+    check(
+        err(text + "#[metadata]\nmeta[Constant][0] = float31 (2,) AADAPwAAIEA=\n"),
+        5,
+        1,
+        "unknown dtype 'float31'",
+    )
+    check(
+        err(
+            text + "#[metadata]\n  meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"
+            "  meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"
+        ),
+        6,
+        3,
+        "defined twice",
+    )
     with pytest.raises(ParseError, match="do not pass metadata="):
         parse(text + "#[metadata]\n", metadata=[np.zeros(2, np.float32)])
     check(err(fn_text("  meta[Function][0]")), 2, 8, "only meta[Constant][k]")
     # the end of the program is where the metadata section starts, not the end of the text
     unclosed = "def @main(%x: float32) {\n  add(%x, meta[Constant][0])\n\n"
-    check(err(unclosed + "#[metadata]\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"), 2, 29,
-          "expected '}' after the block's result expression, got end of input")
+    check(
+        err(unclosed + "#[metadata]\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"),
+        2,
+        29,
+        "expected '}' after the block's result expression, got end of input",
+    )
 
 
 def test_metadata_argument_must_be_arrays():
@@ -498,7 +600,7 @@ def test_metadata_argument_must_be_arrays():
 def test_header_errors():
     check(err('#[version = "0.0.5"]\ndef @f() { 1f32 }'), 1, 13, "unsupported version '0.0.5'")
     check(err('#[colour = "red"]\ndef @f() { 1f32 }'), 1, 3, "unknown header 'colour'")
-    check(err('#[version = 1]\n'), 1, 13, "expected a string value")
+    check(err("#[version = 1]\n"), 1, 13, "expected a string value")
 
 
 def test_errors_in_bare_expressions_and_parse_expr():
@@ -515,8 +617,20 @@ def test_parse_is_exported_and_rejects_non_text():
 
 
 def test_every_dtype_name_parses_as_a_type():
-    for dtype in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                  "uint64", "float16", "float32", "float64"):
+    for dtype in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    ):
         f = main_of(f"def @main(%a: Tensor[(2,), {dtype}]) {{ %a }}")
         assert f.params[0].type_annotation == TensorType((2,), dtype)
 
@@ -533,14 +647,13 @@ def test_truncated_text_is_an_error_at_its_end():
     check(err("%0 ="), 1, 5, "expected an expression, got end of input")
     check(err("fn ("), 1, 5, "expected a parameter (%name) or an attribute", "got end of input")
     check(err("def @f(%x: float32,"), 1, 20, "expected a parameter", "got end of input")
-    check(err("def @f(%x: float32, axis="), 1, 26, "expected an attribute value",
-          "got end of input")
+    check(
+        err("def @f(%x: float32, axis="), 1, 26, "expected an attribute value", "got end of input"
+    )
     check(err("\n" * 5 + "tanh(%x, "), 6, 9, "got end of input")
     e = err("add(%x,\n", filename="cut.ir")
     assert str(e) == (
-        "cut.ir:1:8: error: expected an expression, got end of input\n"
-        "  add(%x,\n"
-        "         ^"
+        "cut.ir:1:8: error: expected an expression, got end of input\n  add(%x,\n         ^"
     )
 
 
@@ -562,8 +675,9 @@ def test_comments_at_the_end_of_the_text():
     x = parse_expr("tanh(%x) // the end")
     assert isinstance(x, Call) and x.op.name == "tanh"
     for tail in (" /* the end */", " // a\n/* b */ // c", "\n// only a comment\n"):
-        assert structural_equal(main_of("def @main() { 1f32 }" + tail), main_of(
-            "def @main() { 1f32 }"))
+        assert structural_equal(
+            main_of("def @main() { 1f32 }" + tail), main_of("def @main() { 1f32 }")
+        )
     check(err("def @main() { 1f32 } /* never closed"), 1, 22, "unterminated comment")
 
 
@@ -577,16 +691,30 @@ def test_a_metadata_shape_is_non_negative_integers():
         )
         check(err(text, filename="m.ir"), 5, 1, f"meta[Constant][0]: bad shape ({shape})")
     # Every spelling the printer uses still reads, and spaces anywhere.
-    for shape, data in (("()", "AADAPw=="), ("(1,)", "AADAPw=="), ("(1, 1)", "AADAPw=="),
-                        ("( 1 , 1 , )", "AADAPw=="), ("(0, 3)", "")):
-        text = ("def @main() { meta[Constant][0] }\n#[metadata]\n"
-                f"meta[Constant][0] = float32 {shape} {data}\n")
+    for shape, data in (
+        ("()", "AADAPw=="),
+        ("(1,)", "AADAPw=="),
+        ("(1, 1)", "AADAPw=="),
+        ("( 1 , 1 , )", "AADAPw=="),
+        ("(0, 3)", ""),
+    ):
+        text = (
+            "def @main() { meta[Constant][0] }\n#[metadata]\n"
+            f"meta[Constant][0] = float32 {shape} {data}\n"
+        )
         value = main_of(text).body.data
         assert value.shape == tuple(int(d) for d in shape[1:-1].split(",") if d.strip())
 
 
-@pytest.mark.parametrize("shape", ["4294967296, 4294967296", "99999999999999999999999",
-                                   "99999999999999999999999, 0", "0, 2305843009213693952"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "4294967296, 4294967296",
+        "99999999999999999999999",
+        "99999999999999999999999, 0",
+        "0, 2305843009213693952",
+    ],
+)
 def test_shapes_too_large_for_an_array(shape):
     dims = tuple(int(d) for d in shape.split(","))
     meta = METADATA_PROGRAM + f"#[metadata]\nmeta[Constant][0] = float32 ({shape}) \n"
@@ -601,8 +729,12 @@ def test_attribute_lists_nest_at_most_100_deep():
     for _ in range(100):
         v = v[0]
     assert v == 1
-    check(err(fn_text("  test.parser.any(%x, v=" + "[" * 101 + "1" + "]" * 101 + ")")), 2, 125,
-          "list value nested too deep (more than 100 levels)")
+    check(
+        err(fn_text("  test.parser.any(%x, v=" + "[" * 101 + "1" + "]" * 101 + ")")),
+        2,
+        125,
+        "list value nested too deep (more than 100 levels)",
+    )
 
 
 def _broken_attr(value, where):
@@ -613,8 +745,13 @@ try:
     BROKEN = Op.get("test.parser.broken")
 except ValueError:
     BROKEN = register_op(
-        "test.parser.broken", num_inputs=1, type_rel=_first, kernel=lambda a, at: a[0],
-        pattern=OpPattern.OPAQUE, attrs=[AttrField("v", _broken_attr, None)], owner="tests",
+        "test.parser.broken",
+        num_inputs=1,
+        type_rel=_first,
+        kernel=lambda a, at: a[0],
+        pattern=OpPattern.OPAQUE,
+        attrs=[AttrField("v", _broken_attr, None)],
+        owner="tests",
     )
 
 
@@ -656,5 +793,10 @@ def test_repeated_types_and_attributes_are_one_object_each():
 
 def test_const_needs_a_static_shape():
     # (a size expression there was an "internal error": numpy cannot size it)
-    check(err("def @main() { const(int64, (n,), [1, 2, 3]) }"), 1, 28,
-          "const(...) needs a static shape", "got (n)")
+    check(
+        err("def @main() { const(int64, (n,), [1, 2, 3]) }"),
+        1,
+        28,
+        "const(...) needs a static shape",
+        "got (n)",
+    )

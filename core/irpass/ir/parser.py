@@ -195,8 +195,10 @@ class _Parser:
         if m is not None:
             if self.metadata_arg is not None:
                 raise error_at(
-                    text, m.start(), "this text has its own #[metadata] section; do not pass "
-                    "metadata= as well", self.filename
+                    text,
+                    m.start(),
+                    "this text has its own #[metadata] section; do not pass metadata= as well",
+                    self.filename,
                 )
             self.meta = self._read_metadata_section(m.end())
         else:
@@ -324,8 +326,9 @@ class _Parser:
             self.expect("=", f"after the header name {key!r}")
             value_tok = toks[self.i]
             if value_tok[:1] != '"' or len(value_tok) < 2:
-                raise self.error(f"expected a string value for header {key!r}, got "
-                                 f"{describe_token(value_tok)}")
+                raise self.error(
+                    f"expected a string value for header {key!r}, got {describe_token(value_tok)}"
+                )
             value = self._string(value_tok)
             self.i += 1
             self.expect("]", "to close the header")
@@ -333,7 +336,8 @@ class _Parser:
                 if not value.startswith(VERSION_PREFIX):
                     raise self.error(
                         f"unsupported version {value!r}: this is irpass text format "
-                        f"'{VERSION_PREFIX} ...'", start + 3
+                        f"'{VERSION_PREFIX} ...'",
+                        start + 3,
                     )
             elif key == "metadata_file":
                 self.metadata_file = value
@@ -356,8 +360,9 @@ class _Parser:
                 self.meta_offset = col
                 out_k, arr = self._metadata_entry(line, col, layouts)
                 if out_k in out:
-                    raise error_at(text, col, f"meta[Constant][{out_k}] is defined twice",
-                                   self.filename)
+                    raise error_at(
+                        text, col, f"meta[Constant][{out_k}] is defined twice", self.filename
+                    )
                 out[out_k] = arr
             pos += len(raw_line) + 1
         self.meta_offset = None
@@ -438,7 +443,8 @@ class _Parser:
         if arr is None:
             raise self.error(
                 f"meta[Constant][{k}] is not defined: the metadata has {len(self.meta)} "
-                f"constant(s)", start
+                f"constant(s)",
+                start,
             )
         const = Constant(arr)
         self.meta_consts[k] = const
@@ -464,8 +470,9 @@ class _Parser:
         self.i += 1
         tok = toks[self.i]
         if tok[:1] != "@":
-            raise self.error(f"expected a global function name @name after 'def', got "
-                             f"{describe_token(tok)}")
+            raise self.error(
+                f"expected a global function name @name after 'def', got {describe_token(tok)}"
+            )
         name = self._name(tok)
         if name in self.defined:
             raise self.error(f"duplicate definition of @{name}")
@@ -525,9 +532,7 @@ class _Parser:
             self.fn_attrs[key] = func.attrs
         return func
 
-    def _params(
-        self, context: str
-    ) -> tuple[list[Var], dict[str, Any], tuple[str, ...] | None]:
+    def _params(self, context: str) -> tuple[list[Var], dict[str, Any], tuple[str, ...] | None]:
         """``( %x: T, %y, key=value )``; defines the params in the current scope.
 
         Returns the params, the attributes and the attributes' tokens (which
@@ -644,8 +649,9 @@ class _Parser:
                 if toks[self.i] == ",":
                     self.i += 1
                 elif toks[self.i] != ")":
-                    raise self.error(f"expected ',' or ')' in the tuple type, got "
-                                     f"{describe_token(toks[self.i])}")
+                    raise self.error(
+                        f"expected ',' or ')' in the tuple type, got {describe_token(toks[self.i])}"
+                    )
             self.i += 1
             return TupleType(fields)
         if tok == "fn":
@@ -657,8 +663,10 @@ class _Parser:
                 if toks[self.i] == ",":
                     self.i += 1
                 elif toks[self.i] != ")":
-                    raise self.error(f"expected ',' or ')' in the function type, got "
-                                     f"{describe_token(toks[self.i])}")
+                    raise self.error(
+                        f"expected ',' or ')' in the function type, got "
+                        f"{describe_token(toks[self.i])}"
+                    )
             self.i += 1
             self.expect("->", "before the result type of the function type")
             return FuncType(args, self._type(depth + 1))
@@ -694,8 +702,10 @@ class _Parser:
             if toks[self.i] == ",":
                 self.i += 1
             elif toks[self.i] != ")":
-                raise self.error(f"expected ',' or ')' in the shape {context}, got "
-                                 f"{describe_token(toks[self.i])}")
+                raise self.error(
+                    f"expected ',' or ')' in the shape {context}, got "
+                    f"{describe_token(toks[self.i])}"
+                )
         self.i += 1
         return tuple(dims)
 
@@ -712,18 +722,21 @@ class _Parser:
                 break
             depth += (tok == "(") - (tok == ")")
             self.i += 1
-        expected = (f"expected a dimension (a non-negative integer or a size expression such "
-                    f"as n or n * 4) in the shape {context}")
+        expected = (
+            f"expected a dimension (a non-negative integer or a size expression such "
+            f"as n or n * 4) in the shape {context}"
+        )
         if self.i == start:
             raise self.error(f"{expected}, got {describe_token(toks[start])}")
-        text = " ".join(toks[start:self.i])
+        text = " ".join(toks[start : self.i])
         try:
             dim = parse_dim(text)
         except ValueError as err:
             raise self.error(f"{expected}, got {text!r} ({err})", start) from None
         if type(dim) is int and dim < 0:
-            raise self.error(f"dimension {text!r} in the shape {context} is negative ({dim})",
-                             start)
+            raise self.error(
+                f"dimension {text!r} in the shape {context} is negative ({dim})", start
+            )
         return dim
 
     def _dtype(self) -> str:
@@ -849,8 +862,10 @@ class _Parser:
             except ValueError as exc:
                 raise self.error(str(exc)) from None
             if dtype is not None:
-                raise self.error(f"attribute values take no dtype suffix: write "
-                                 f"{tok[: -len(_suffix(tok))]} instead of {tok}")
+                raise self.error(
+                    f"attribute values take no dtype suffix: write "
+                    f"{tok[: -len(_suffix(tok))]} instead of {tok}"
+                )
             self.scalars[tok] = value
             self.i += 1
             return value
@@ -886,12 +901,15 @@ class _Parser:
                 break
             depth += (tok == "(") - (tok == ")")
             self.i += 1
-        text = " ".join(toks[start:self.i])
+        text = " ".join(toks[start : self.i])
         try:
             return parse_dim(text)
         except ValueError as err:
-            raise self.error(f"expected an attribute value, got {text!r}, which is not a size "
-                             f"expression either ({err})", start) from None
+            raise self.error(
+                f"expected an attribute value, got {text!r}, which is not a size "
+                f"expression either ({err})",
+                start,
+            ) from None
 
     # -- atoms ------------------------------------------------------------------------
     def _atom(self) -> Expr | None:
@@ -975,13 +993,18 @@ class _Parser:
         shape_at = self.i
         shape = self._shape("of const(...)")
         if not all(type(d) is int for d in shape):
-            raise self.error("const(...) needs a static shape (non-negative integers), got "
-                             f"({', '.join(map(str, shape))})", shape_at)
+            raise self.error(
+                "const(...) needs a static shape (non-negative integers), got "
+                f"({', '.join(map(str, shape))})",
+                shape_at,
+            )
         self.expect(",", "after the shape of const(...)")
         if toks[self.i] == ".":
-            raise self.error("the values of this constant were elided when the text was "
-                             "printed (elide_constants, the printing instruments' default); "
-                             "print the module with every value to parse it")
+            raise self.error(
+                "the values of this constant were elided when the text was "
+                "printed (elide_constants, the printing instruments' default); "
+                "print the module with every value to parse it"
+            )
         self.expect("[", "to open the values of const(...)")
         values: list[Any] = []
         start = self.i
@@ -994,8 +1017,10 @@ class _Parser:
             if toks[self.i] == ",":
                 self.i += 1
             elif toks[self.i] != "]":
-                raise self.error(f"expected ',' or ']' in the values of const(...), got "
-                                 f"{describe_token(toks[self.i])}")
+                raise self.error(
+                    f"expected ',' or ']' in the values of const(...), got "
+                    f"{describe_token(toks[self.i])}"
+                )
         self.i += 1
         size = _array_size(shape, numpy_dtype(dtype).itemsize)
         if size is None:
@@ -1014,16 +1039,18 @@ class _Parser:
         if kind == "b":
             if tok in ("True", "False"):
                 return tok == "True"
-            raise self.error(f"expected True or False in a bool const(...), got "
-                             f"{describe_token(tok)}")
+            raise self.error(
+                f"expected True or False in a bool const(...), got {describe_token(tok)}"
+            )
         if _is_number(tok):
             try:
                 value, suffix_dtype = parse_number(tok)
             except ValueError as exc:
                 raise self.error(str(exc)) from None
             if suffix_dtype is not None:
-                raise self.error("values in const(...) take no dtype suffix (the dtype comes "
-                                 "first)")
+                raise self.error(
+                    "values in const(...) take no dtype suffix (the dtype comes first)"
+                )
             if kind in "iu" and isinstance(value, float):
                 raise self.error(f"expected an integer in a {dtype} const(...), got {tok}")
             return value
@@ -1375,8 +1402,10 @@ class _Parser:
                     if e is None:
                         e = yield self._expr()
                 if toks[self.i] != ";":
-                    raise self.error(f"expected ';' after the definition of {tok}, got "
-                                     f"{describe_token(toks[self.i])}")
+                    raise self.error(
+                        f"expected ';' after the definition of {tok}, got "
+                        f"{describe_token(toks[self.i])}"
+                    )
                 self.i += 1
                 graph[tok] = e
                 named_here.append(tok)
@@ -1384,8 +1413,9 @@ class _Parser:
                 self.i += 1
                 tok = toks[self.i]
                 if tok[:1] != "%" or tok[1:2].isdigit():
-                    raise self.error(f"expected a variable name like %x after 'let', got "
-                                     f"{describe_token(tok)}")
+                    raise self.error(
+                        f"expected a variable name like %x after 'let', got {describe_token(tok)}"
+                    )
                 name = tok[1:] if tok[1:2] not in ('"', "") else self._name(tok)
                 self.i += 1
                 ty = None
@@ -1403,8 +1433,10 @@ class _Parser:
                 if e is None:
                     e = yield self._expr()
                 if toks[self.i] != ";":
-                    raise self.error(f"expected ';' after the value of 'let {tok}', got "
-                                     f"{describe_token(toks[self.i])}")
+                    raise self.error(
+                        f"expected ';' after the value of 'let {tok}', got "
+                        f"{describe_token(toks[self.i])}"
+                    )
                 self.i += 1
                 undo.append((variables, name, variables.get(name, _MISSING)))
                 variables[name] = v
@@ -1412,8 +1444,10 @@ class _Parser:
             else:
                 if tok == closing or tok == EOF:
                     where = "end of input" if tok == EOF else f"'{tok}'"
-                    raise self.error(f"expected an expression before {where}: a block ends with "
-                                     "its result expression (no ';' after it)")
+                    raise self.error(
+                        f"expected an expression before {where}: a block ends with "
+                        "its result expression (no ';' after it)"
+                    )
                 e = self._simple()
                 if e is None:
                     e = yield self._expr()
@@ -1421,10 +1455,14 @@ class _Parser:
         if toks[self.i] != closing:
             tok = toks[self.i]
             if closing == EOF:
-                raise self.error(f"expected end of input after the result expression, got "
-                                 f"{describe_token(tok)} (statements end with ';')")
-            raise self.error(f"expected '{closing}' after the block's result expression, got "
-                             f"{describe_token(tok)} (statements end with ';')")
+                raise self.error(
+                    f"expected end of input after the result expression, got "
+                    f"{describe_token(tok)} (statements end with ';')"
+                )
+            raise self.error(
+                f"expected '{closing}' after the block's result expression, got "
+                f"{describe_token(tok)} (statements end with ';')"
+            )
         self._restore(mark)
         for name in named_here:
             del graph[name]
@@ -1509,8 +1547,10 @@ def _meta_layout(
         raise fail(f"{what}: unknown dtype {dtype!r}")
     shape = _shape_of_text(shape_text)
     if shape is None:
-        raise fail(f"{what}: bad shape ({shape_text}): expected "
-                   "non-negative integers separated by ',' like (2, 3), (4,) or ()")
+        raise fail(
+            f"{what}: bad shape ({shape_text}): expected "
+            "non-negative integers separated by ',' like (2, 3), (4,) or ()"
+        )
     little = numpy_dtype(dtype).newbyteorder("<")
     size = _array_size(shape, little.itemsize)
     if size is None:
@@ -1541,4 +1581,3 @@ def _metadata_arg(metadata: Any) -> dict[int, np.ndarray]:
             )
         out[k] = item
     return out
-

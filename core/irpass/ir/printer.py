@@ -119,9 +119,7 @@ def print_module(
     return text
 
 
-def print_expr(
-    expr: Expr, show_meta_data: bool = True, elide_constants: int | None = None
-) -> str:
+def print_expr(expr: Expr, show_meta_data: bool = True, elide_constants: int | None = None) -> str:
     """The text of one expression: a block without braces (a ``fn`` prints whole)."""
     if not isinstance(expr, Expr):
         raise TypeError(f"print_expr needs an Expr, got {type(expr).__name__}")
@@ -139,14 +137,19 @@ def print_expr(
 def _elide_limit(elide_constants: int | None) -> int | None:
     if elide_constants is None:
         return None
-    if isinstance(elide_constants, bool) or not isinstance(elide_constants, int) \
-            or elide_constants < 0:
+    if (
+        isinstance(elide_constants, bool)
+        or not isinstance(elide_constants, int)
+        or elide_constants < 0
+    ):
         raise ValueError(f"elide_constants must be None or an int >= 0, got {elide_constants!r}")
     return elide_constants
 
 
 def _print_module(
-    mod: IRModule, show_meta_data: bool, metadata_file: str | None = None,
+    mod: IRModule,
+    show_meta_data: bool,
+    metadata_file: str | None = None,
     elide_constants: int | None = None,
 ) -> tuple[str, list[np.ndarray]]:
     """The text and the meta constants; ``metadata_file`` names them in a header instead."""
@@ -635,4 +638,3 @@ def _inline_const_text(data: np.ndarray) -> str | None:
     if texts is None:
         return None
     return f"const({data.dtype.name}, {shape_text(data.shape)}, [{', '.join(texts)}])"
-
