@@ -1,9 +1,10 @@
 """The tokenizer of the text format.
 
 The whole text is cut into token strings by one regular expression (fast: the
-loop runs in C), and a token's kind is read from its first character. Token
+loop runs in C), and a token's kind is read from its first character (and, for
+the one-token types ``Tensor[...]`` and ``meta[Constant][k]``, its last). Token
 positions are not stored: they are only needed for error messages, so
-:meth:`Tokens.position` finds them by scanning again.
+:meth:`Tokens.offset` finds them by scanning again.
 """
 
 from __future__ import annotations
