@@ -103,6 +103,8 @@ _DIM_OPERATORS = frozenset({"*", "+", "-", "floordiv", "mod"})
 # How far the parser looks for the ')' that ends a call's attributes: longer
 # attribute lists are read each time (a bound, so no text makes it quadratic).
 _ATTRS_SPAN = 256
+# The callees Call() takes besides an Op (it tests isinstance; subclasses go through it).
+_CALLEES = frozenset({GlobalVar, Var, Function, Call, TupleGetItem, Let, If})
 _T = TypeVar("_T")
 
 # A parse step that needs a sub-expression yields a generator for it; the
@@ -1172,6 +1174,9 @@ class _Parser:
             return None
         self.i = i + 1
         if not is_op:
+            if type(op) in _CALLEES:
+                # (what Call() accepts as a callee: a %n is one of these or an error)
+                return Call._unchecked(op, tuple(args), EMPTY_ATTRS)
             return self._make_call(op, args, None, start + 1, None)
         if key is op:
             known = self.call_attrs.get(op)
