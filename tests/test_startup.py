@@ -209,12 +209,6 @@ def test_std_declarations_list_without_importing_a_pass_module():
     assert len(got["rows"]) == len(irpass_std.plugin.PASSES)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="std's rule sets are built when the plugin loads (irpass_register_rewrites "
-    "imports simplify_rules and fusion_rules, which import numpy), and "
-    "ir/dataflow_pattern/matcher.py imports numpy at module level: asked of their owners",
-)
 def test_irpass_passes_imports_no_numpy():
     got = _fresh(
         """

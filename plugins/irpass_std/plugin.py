@@ -9,6 +9,7 @@ from typing import Any
 
 from irpass.plugins import hookimpl
 from irpass.transform import ConfigOption, LazyPass, PipelineInsertion
+from irpass.transform.lazy_rules import LazyRuleSet
 
 from . import options
 
@@ -143,15 +144,20 @@ def irpass_register_passes() -> Sequence[Any]:
     return PASSES
 
 
+#: SimplifyExpr's and FusePatterns' rule sets, declared: imported when first applied or
+#: listed (they import numpy and the op set, which loading the plugin must not).
+RULE_SETS = [
+    LazyRuleSet("irpass_std.simplify_rules:SIMPLIFY", name="simplify", pass_name="SimplifyExpr"),
+    LazyRuleSet("irpass_std.fusion_rules:FUSE", name="fuse", pass_name="FusePatterns"),
+]
+
+
 @hookimpl
 def irpass_register_rewrites() -> Sequence[Any]:
     """SimplifyExpr's and FusePatterns' rule sets (``simplify``, ``fuse``): listed by
     ``irpass rewrites`` and disabled by name in ``[rewrites] disable``. Each names the
     pass that applies it (``pass_name``), so Canonicalize leaves them to it."""
-    from .fusion_rules import FUSE
-    from .simplify_rules import SIMPLIFY
-
-    return [SIMPLIFY, FUSE]
+    return RULE_SETS
 
 
 @hookimpl

@@ -201,7 +201,10 @@ def irpass_register_rewrites() -> Sequence[RuleSet]:
             return [RuleSet("example", [Rule("fold_add_zero", FoldAddZeroRule())])]
 
     :meth:`RuleSet.as_pass` makes a rule set a pass of its own, to return from
-    ``irpass_register_passes`` as well.
+    ``irpass_register_passes`` as well. To keep loading the plugin cheap, return
+    :class:`~irpass.transform.lazy_rules.LazyRuleSet` declarations instead (the
+    rule set's ``"package.module:attr"``, name and ``pass_name``): the rules are
+    imported when a pass first applies them or ``irpass rewrites`` lists them.
     """
 
 

@@ -390,20 +390,28 @@ class PluginManager:
         return key
 
     def _add_rewrites(self, name: str, item: Any) -> str:
-        from ..transform.rewrites import RuleSet, RuleSetEntry
+        from ..transform.lazy_rules import LazyRuleSet, RuleSetEntry
 
-        if not isinstance(item, RuleSet):
-            raise _Broken(_garbage("irpass_register_rewrites", item, "an irpass.transform.RuleSet"))
+        if not isinstance(item, LazyRuleSet):
+            # a built rule set has imported the rule machinery already; a declaration must not
+            from ..transform.rewrites import RuleSet
+
+            if not isinstance(item, RuleSet):
+                raise _Broken(_garbage("irpass_register_rewrites", item,
+                                       "an irpass.transform.RuleSet or LazyRuleSet"))
         old = self._rewrites.get(item.name)
         if old is not None:
             # the rule set's name is the prefix of its rules' names: whoever owns it owns them
+            rules = (f"declared at {item.target}" if isinstance(item, LazyRuleSet)
+                     else ", ".join(item.rule_names()) or "none")
             raise _Broken(
-                f"cannot register rule set {item.name!r} (rules "
-                f"{', '.join(item.rule_names()) or 'none'}): it is already "
+                f"cannot register rule set {item.name!r} (rules {rules}): it is already "
                 f"registered by {old.owner!r}"
             )
         self._rewrites[item.name] = RuleSetEntry(item, name)
         self._undo[name].append(lambda: self._rewrites.pop(item.name, None))
+        if isinstance(item, LazyRuleSet):
+            return f"{item.name} (declared at {item.target}; imported when first used)"
         rules = ", ".join(r.name for r in item.rules)
         return f"{item.name} ({len(item.rules)} rule{'s' if len(item.rules) != 1 else ''}: {rules})"
 

@@ -54,6 +54,7 @@ from ..ir.nodes import Function
 from ..ir.structural import structural_equal
 from .config import register_config_option
 from .context import PassContext
+from .lazy_rules import LazyRuleSet, RuleSetEntry
 
 if TYPE_CHECKING:
     from ..ir.module import IRModule
@@ -66,6 +67,7 @@ __all__ = [
     "Rule",
     "RuleFailure",
     "RuleSet",
+    "LazyRuleSet",
     "RuleSetEntry",
     "apply_rules",
     "enabled_rules",
@@ -190,14 +192,6 @@ class RuleSet:
         return f"RuleSet({self.name!r}, [{', '.join(r.name for r in self.rules)}])"
 
 
-@dataclass(frozen=True)
-class RuleSetEntry:
-    """A registered rule set and the plugin that owns it."""
-
-    ruleset: RuleSet
-    owner: str
-
-
 def list_rule_sets() -> dict[str, RuleSetEntry]:
     """Every registered rule set by name, sorted (loads the plugins first)."""
     from ..plugins import get_plugin_manager
@@ -215,7 +209,7 @@ def enabled_rules(disable: Iterable[str] = ()) -> list[tuple[str, str, Rule]]:
     (a rule set's name or a rule's full name), rule sets by name, rules in order;
     rule sets that a pass of their own applies (``pass_name``) are left out."""
     rules = [(full, entry.owner, rule)
-             for entry in list_rule_sets().values() if entry.ruleset.pass_name is None
+             for entry in list_rule_sets().values() if entry.pass_name is None
              for full, rule in zip(entry.ruleset.rule_names(), entry.ruleset.rules, strict=True)]
     return _filter(rules, disable)
 

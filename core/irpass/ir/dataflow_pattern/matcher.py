@@ -30,8 +30,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from ..._lazy import LazyModule
 from ...errors import TypeInferenceError
 from ..expr import Expr
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
@@ -56,6 +55,9 @@ from .pattern import (
     VarPattern,
     WildcardPattern,
 )
+
+# only constant patterns compare arrays; listing rule sets must not import numpy
+np: Any = LazyModule("numpy", globals(), "np")
 
 __all__ = ["compiled_pattern", "match"]
 
