@@ -10,8 +10,11 @@ def test_core_options_known_in_a_fresh_process():
         "from irpass.transform import PassContext\n"
         "import sys\n"
         "assert 'irpass.instrument.printing' not in sys.modules\n"
-        "ctx = PassContext(config={'print.elide_constants': 4, 'verify_each': True})\n"
-        "print(ctx.config['print.elide_constants'], PassContext().config['print.elide_constants'])\n"
+        "assert 'irpass.transform.rewrites' not in sys.modules\n"
+        "ctx = PassContext(config={'print.elide_constants': 4, 'verify_each': True,\n"
+        "                          'rewrites.disable': ['x'], 'rewrites.max_rounds': 3})\n"
+        "key = 'print.elide_constants'\n"
+        "print(ctx.config[key], PassContext().config[key])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

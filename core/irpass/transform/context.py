@@ -86,6 +86,27 @@ register_config_option(
     "without their data; -1 prints every value",
 )
 
+#: The rule sets and rules (``<ruleset>.<rule>``) rule-set passes leave out: the config
+#: file's ``[rewrites] disable`` (:mod:`irpass.transform.rewrites`).
+REWRITES_DISABLE = "rewrites.disable"
+
+register_config_option(
+    REWRITES_DISABLE, (list, tuple), None,
+    "rule sets and rules (<ruleset>.<rule>) Canonicalize and rule-set passes leave out",
+)
+
+#: The bound on the rewrites of every rule-set pass: rounds of the rounds walk, rewrites
+#: at one node of the greedy walk (Canonicalize's own ``std.Canonicalize.max_rounds`` wins
+#: for it when set).
+REWRITES_MAX_ROUNDS = "rewrites.max_rounds"
+
+register_config_option(
+    REWRITES_MAX_ROUNDS, int, None,
+    "rule-set passes (SimplifyExpr, Canonicalize, RuleSet.as_pass): rewrite rounds per "
+    "function (greedy walk: rewrites at one node) before the rules still firing are left "
+    "out (default 100)",
+)
+
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:

@@ -52,8 +52,7 @@ from ..ir.dataflow_pattern.index import RuleIndex
 from ..ir.expr import Expr, set_checked_type
 from ..ir.nodes import Function
 from ..ir.structural import structural_equal
-from .config import register_config_option
-from .context import PassContext
+from .context import REWRITES_DISABLE, REWRITES_MAX_ROUNDS, PassContext
 from .lazy_rules import LazyRuleSet, RuleSetEntry
 
 if TYPE_CHECKING:
@@ -75,25 +74,12 @@ __all__ = [
     "run_rule_set",
 ]
 
+# The options of rule-set passes, declared with the core's others in transform/context.py
+# (this module is imported on first use; a context must know the keys before that).
 #: The PassContext option that the config file's ``[rewrites] disable`` fills in.
-DISABLE_OPTION = "rewrites.disable"
-
-register_config_option(
-    DISABLE_OPTION, (list, tuple), None,
-    "rule sets and rules (<ruleset>.<rule>) Canonicalize and rule-set passes leave out",
-)
-
-#: The PassContext option bounding the rewrites of every rule-set pass: rounds of the
-#: rounds walk, rewrites at one node of the greedy walk (Canonicalize's own
-#: ``std.Canonicalize.max_rounds`` wins for it when set).
-MAX_ROUNDS_OPTION = "rewrites.max_rounds"
-
-register_config_option(
-    MAX_ROUNDS_OPTION, int, None,
-    f"rule-set passes (SimplifyExpr, Canonicalize, RuleSet.as_pass): rewrite rounds per "
-    f"function (greedy walk: rewrites at one node) before the rules still firing are left "
-    f"out (default {DEFAULT_MAX_ROUNDS})",
-)
+DISABLE_OPTION = REWRITES_DISABLE
+#: The PassContext option bounding the rewrites of every rule-set pass.
+MAX_ROUNDS_OPTION = REWRITES_MAX_ROUNDS
 
 # a rule set or rule name: no dots (a dot separates the two), no spaces
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
