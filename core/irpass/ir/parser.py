@@ -398,7 +398,8 @@ class _Parser:
                 f"meta[Constant][{k}]: {len(raw)} bytes of data, but {dtype} {shape} needs "
                 f"{nbytes} bytes"
             )
-        arr = np.frombuffer(raw, dtype=little).reshape(shape)
+        # (one numpy call, and a constant then finds the bytes it views at once)
+        arr = np.ndarray(shape, dtype=little, buffer=raw)
         if not little.isnative:
             arr = arr.astype(little.newbyteorder("="))
         return int(k), arr
