@@ -117,6 +117,15 @@ class Progress:
             self._text = text
             self._draw(force=False)
 
+    def clear(self) -> None:
+        """Erase the line now, before writing to standard output on the same terminal
+        (writes to standard error erase it themselves); the next step or tick redraws it."""
+        if not self.enabled:
+            return
+        with self._lock:
+            self._erase()
+            self._drawn_at = monotonic()  # the next tick, not this instant, redraws it
+
     def _tick(self) -> None:
         while not self._stop.wait(_TICK):
             with self._lock:

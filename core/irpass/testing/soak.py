@@ -729,10 +729,14 @@ def _work(seed: int) -> tuple[int, list[Failure], list[Failure]]:
 def run_soak(programs: int, seed: int = 0, *, configs: Sequence[SoakConfig] | None = None,
              jobs: int = 1, max_nodes: int = 24, inputs: int = 1, shrink_budget: float = 60.0,
              timeout: float = 60.0, ignore: Iterable[str] = (), stream: TextIO | None = None,
-             progress: bool = False) -> SoakReport:
+             progress: bool = False, live: bool = False) -> SoakReport:
     """Run the soak over programs ``seed .. seed + programs - 1``; each failure is printed
     on ``stream`` (if given) as it is found. ``jobs`` > 1 runs programs in that many
-    processes (forked: the configurations are inherited, lambdas and all)."""
+    processes (forked: the configurations are inherited, lambdas and all). ``progress``
+    prints a line every 50 programs on ``stream`` (for logs); ``live`` keeps a progress
+    line on standard error when that is a terminal (``irpass.cli.progress``)."""
+    from ..cli.progress import Progress  # the command line's one progress line
+
     configs = list(configs if configs is not None else std_configs())
     patterns = [re.compile(p) for p in ignore]
     options = {"max_nodes": max_nodes, "inputs": inputs, "shrink_budget": shrink_budget,
@@ -753,23 +757,29 @@ def run_soak(programs: int, seed: int = 0, *, configs: Sequence[SoakConfig] | No
         results: Iterable[tuple[int, list[Failure], list[Failure]]] = pool.imap(_work, seeds)
     else:
         results = map(_work, seeds)
-    try:
-        for done, (s, failures, ignored) in enumerate(results, 1):
-            report.programs += 1
-            report.runs += len(configs)
-            report.failures += failures
-            report.ignored += ignored
-            if stream is not None:
-                for f in failures:
-                    print(f.render(), file=stream, flush=True)
-                if progress and done % 50 == 0:
-                    elapsed = time.monotonic() - start
-                    print(f"... {done} programs (seed {s}), {len(report.failures)} failures, "
-                          f"{elapsed:.0f} s", file=stream, flush=True)
-    finally:
-        diag_log.disabled = was_disabled
-        if pool is not None:
-            pool.terminate()
+    with Progress(enabled=None if live else False) as line:
+        try:
+            line.step(f"soak: {programs} programs x {len(configs)} configurations")
+            for done, (s, failures, ignored) in enumerate(results, 1):
+                report.programs += 1
+                report.runs += len(configs)
+                report.failures += failures
+                report.ignored += ignored
+                line.step(f"soak: {done} of {programs} programs, {len(report.failures)} "
+                          f"failures", frequent=True)
+                if stream is not None:
+                    if failures or (progress and done % 50 == 0):
+                        line.clear()  # stream may be the terminal the line is on
+                    for f in failures:
+                        print(f.render(), file=stream, flush=True)
+                    if progress and done % 50 == 0:
+                        elapsed = time.monotonic() - start
+                        print(f"... {done} programs (seed {s}), {len(report.failures)} failures, "
+                              f"{elapsed:.0f} s", file=stream, flush=True)
+        finally:
+            diag_log.disabled = was_disabled
+            if pool is not None:
+                pool.terminate()
     report.seconds = time.monotonic() - start
     return report
 
@@ -819,7 +829,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="time to shrink each failure (0: print it as generated)")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                         help="time limit of one pass run (0: none)")
-    parser.add_argument("--progress", action="store_true", help="a line every 50 programs")
+    parser.add_argument("--progress", action="store_true",
+                        help="print a line every 50 programs (for logs; on a terminal a "
+                        "progress line is shown anyway)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on the terminal")
     parser.add_argument("--memory-limit", type=float, default=4.0, metavar="GB",
                         help="address-space limit of each process, so a pass that blows "
                         "up fails with MemoryError instead of starving the machine (0: none)")
@@ -845,7 +859,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     report = run_soak(args.programs, args.seed, configs=configs, jobs=args.jobs,
                       max_nodes=args.max_nodes, inputs=args.inputs,
                       shrink_budget=args.shrink_budget, timeout=args.timeout,
-                      ignore=args.ignore, stream=sys.stdout, progress=args.progress)
+                      ignore=args.ignore, stream=sys.stdout, progress=args.progress,
+                      live=not args.quiet)
     counts = report.by_signature()
     if counts:
         print("failures by signature:")
