@@ -152,6 +152,26 @@ def test_a_plugin_op_cannot_take_a_core_op_name_before_the_op_set_is_loaded():
     assert "already registered by 'irpass'" in got
 
 
+def test_a_plugin_op_is_registered_without_loading_the_op_set():
+    got = _fresh(
+        """
+        from irpass.ir.op import OpPattern, register_op
+        register_op("pack.thing", num_inputs=1, type_rel=lambda *a: None,
+                    kernel=lambda *a: None, pattern=OpPattern.OPAQUE, owner="pack")
+        print(json.dumps({"op set": loaded("irpass.op"), "numpy": loaded("numpy")}))
+        """
+    )
+    assert got == {"op set": False, "numpy": False}
+
+
+def test_the_core_op_names_are_the_op_sets():
+    import irpass.op  # noqa: F401  (registers the op set)
+    from irpass.ir.core_op_names import CORE_OP_NAMES
+    from irpass.ir.op import _CORE_OPS
+
+    assert set(_CORE_OPS) == set(CORE_OP_NAMES)
+
+
 def test_a_function_named_as_its_submodule_stays_the_function():
     got = _fresh(
         """

@@ -142,3 +142,24 @@ def test_config_file_materialize_option_reaches_the_command(tmp_path, materializ
     assert (tmp_path / "out.onnx").stat().st_size < weights / 20
     assert_same_logits(onnx.load(str(tmp_path / "out.onnx")),
                        f"materialize={value}, onnxruntime")
+
+
+def test_loading_the_plugin_imports_neither_onnx_nor_numpy():
+    """Every irpass command loads the plugin: it declares the format and registers its op
+    without importing onnx, numpy or the importer (they come with the first model)."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from irpass.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['passes']) == 0\n"
+        "from irpass.formats import format_for\n"
+        "assert format_for('m.onnx').name == 'onnx'\n"
+        "print(sorted(m for m in ('onnx', 'numpy', 'irpass_onnx.frontend', 'irpass_onnx.export')"
+        " if m in sys.modules))\n"
+        f"m = __import__('irpass').load({str(SQUEEZENET.path)!r})\n"
+        "print('onnx' in sys.modules, len(m['main'].params))\n"
+    )
+    env = plugin_environ([*OWN_PLUGINS, "onnx"])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "True 1"]

@@ -25,6 +25,7 @@ from typing import Any
 from .._lazy import LazyModule
 from .._lazy_plugins import ensure_plugins
 from .attrs import EMPTY_ATTRS, Attrs, _is_plain_value, normalize_attr_value
+from .core_op_names import CORE_OP_NAMES
 from .dims import DimExpr
 from .expr import Expr, _set
 from .types import SUPPORTED_DTYPES, Type, normalize_dtype
@@ -482,8 +483,14 @@ def register_op(
     error naming both owners unless ``override=True``.
     """
     check_op_name(name)
-    if owner != "irpass":
-        _load_core_ops()  # the core's op set first: a plugin cannot take its names
+    if owner != "irpass" and name in CORE_OP_NAMES and not override:
+        # the core's names are known without loading the op set (numpy, every kernel)
+        raise ValueError(
+            f"op {name!r} is already registered by 'irpass'; {owner!r} cannot register it "
+            f"again (pass override=True to replace it)"
+        )
+    if owner != "irpass" and override:
+        _load_core_ops()  # replacing a core op: the op set first, or it would put it back
     if not isinstance(num_inputs, int) or num_inputs < -1:
         raise ValueError(f"op {name!r}: num_inputs must be an int >= -1, got {num_inputs!r}")
     if not callable(type_rel) or not callable(kernel):

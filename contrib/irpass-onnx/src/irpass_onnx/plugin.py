@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from irpass.formats import FileFormat
 from irpass.plugins import OpSpec, hookimpl
@@ -16,10 +17,22 @@ from .options import CONFIG_OPTIONS
 @hookimpl
 def irpass_register_formats() -> Sequence[FileFormat]:
     """``.onnx``: ``irpass.load``/``irpass.save`` and ``irpass optimize model.onnx -o out.onnx``."""
-    from . import load_onnx, save_onnx
-
-    return [FileFormat("onnx", (".onnx",), load=load_onnx, save=save_onnx,
+    return [FileFormat("onnx", (".onnx",), load=_load, save=_save,
                        description="ONNX models (irpass-onnx)", side_files=_side_files)]
+
+
+# The format's functions import the importer or exporter (and onnx) when first called:
+# loading the plugin, which every irpass command does, imports neither.
+def _load(path: Path, **options: Any) -> Any:
+    from .frontend import load_onnx
+
+    return load_onnx(path, **options)
+
+
+def _save(mod: Any, path: Path, **options: Any) -> None:
+    from .export import save_onnx
+
+    save_onnx(mod, path, **options)
 
 
 def _side_files(path: Path, for_: str) -> list[Path]:
@@ -44,6 +57,6 @@ def irpass_register_config_options() -> Sequence[ConfigOption]:
 def irpass_register_ops() -> Sequence[OpSpec]:
     """``onnx.node``: an ONNX node imported with run-time shape operands (see
     :mod:`irpass_onnx.frontend.dynamic`)."""
-    from .frontend.dynamic import op_spec
+    from .node_op import op_spec
 
     return [op_spec()]

@@ -39,21 +39,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem, TupleType, Type
-from irpass.ir.op import AttrField, OpPattern, attr_bool, attr_int, attr_ints, attr_str
-from irpass.plugins import OpSpec
 from onnx import NodeProto, helper
 
+from ..node_op import OP_NAME  # the op of a node imported with runtime shape operands
 from ..options import ImportOptions
 
 if TYPE_CHECKING:
     from .context import NodeContext
     from .graph import GraphImporter
 
-__all__ = ["RuntimeOperand", "OP_NAME", "REGION_OP_TYPE", "REGION_DOMAIN", "op_spec",
+__all__ = ["RuntimeOperand", "OP_NAME", "REGION_OP_TYPE", "REGION_DOMAIN",
            "dynamic_call", "node_of", "is_region_value"]
 
-#: The op of a node imported with runtime shape operands.
-OP_NAME = "onnx.node"
 #: The op type (in :data:`REGION_DOMAIN`) of the node an ``onnx.node`` call holds for a region
 #: of nodes; its ``body`` attribute is the graph of the nodes.
 REGION_OP_TYPE = "Region"
@@ -275,25 +272,3 @@ def _kernel(args: tuple, attrs: Any) -> Any:
 
 def _where(node: NodeProto) -> str:
     return f"ONNX node {node.name!r} ({node.op_type})"
-
-
-def op_spec() -> OpSpec:
-    """The ``onnx.node`` op, registered by the pack's plugin."""
-    return OpSpec(
-        OP_NAME,
-        num_inputs=-1,
-        type_rel=_type_rel,
-        kernel=_kernel,
-        pattern=OpPattern.OPAQUE,
-        attrs=(
-            AttrField("node", attr_str),
-            AttrField("opset", attr_int),
-            AttrField("input_slots", attr_ints),
-            AttrField("out_types", _attr_types),
-            AttrField("materialize_constant_of_shape", attr_bool, True),
-            AttrField("region", attr_bool, False),
-        ),
-        doc="An ONNX node whose shape-determining operands are run-time values (or a region "
-            "of such nodes): evaluated by converting the node with the actual values, its "
-            "output types the model's.",
-    )
