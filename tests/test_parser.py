@@ -800,3 +800,19 @@ def test_const_needs_a_static_shape():
         "const(...) needs a static shape",
         "got (n)",
     )
+
+
+def test_metadata_arrays_are_taken_as_constants_take_them():
+    """The section's entries become read-only constants with their values; a metadata=
+    array stays the caller's: the constant does not change when the array does."""
+    weights = irpass.const(np.arange(64, dtype="float32"))
+    text = irpass.IRModule.from_expr(op.add(irpass.var("x", shape=(64,)), weights)).astext(
+        show_meta_data=True
+    )
+    data = parse(text)["main"].body.args[1].data
+    assert not data.flags.writeable and data.tolist() == list(range(64))
+    mine = np.array([4.0, 5.0], np.float32)
+    body = "def @main(%x: Tensor[(2,), float32]) { add(%x, meta[Constant][0]) }"
+    c = parse(body, metadata=[mine])["main"].body.args[1]
+    mine[0] = 99.0
+    assert c.data.tolist() == [4.0, 5.0]

@@ -181,6 +181,8 @@ class _Parser:
         self.meta_consts: dict[int, Constant] = {}
         self.metadata_file: str | None = None
         self.meta: dict[int, np.ndarray] | None = None
+        # the entries of the text's metadata section that are read-only views of its bytes
+        self.meta_views: set[int] = set()
         # One object per distinct type token and per distinct attribute list of
         # an op (both immutable): reading either again is one dict lookup.
         self.tensor_types: dict[str, TensorType] = {}
@@ -402,6 +404,8 @@ class _Parser:
         arr = np.ndarray(shape, dtype=little, buffer=raw)
         if not little.isnative:
             arr = arr.astype(little.newbyteorder("="))
+        else:
+            self.meta_views.add(int(k))
         return int(k), arr
 
     def _meta_constant(self) -> Constant:
@@ -449,7 +453,9 @@ class _Parser:
                 f"constant(s)",
                 start,
             )
-        const = Constant(arr)
+        # the section's arrays view its decoded bytes (see _metadata_entry); metadata=
+        # arrays are the caller's, checked (and copied where needed) by Constant()
+        const = Constant._over_bytes(arr) if k in self.meta_views else Constant(arr)
         self.meta_consts[k] = const
         return const
 
