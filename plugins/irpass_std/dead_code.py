@@ -133,8 +133,9 @@ _LEAVES = frozenset({Var, Constant, GlobalVar, Op})
 class _Eliminator:
     """One run of the rebuild (see the module docstring)."""
 
-    def __init__(self, effects: EffectAnalysis | None,
-                 counter: RewriteCounter | None = None) -> None:
+    def __init__(
+        self, effects: EffectAnalysis | None, counter: RewriteCounter | None = None
+    ) -> None:
         # Without an effect analysis (no op is stateful) nothing has effects.
         self.effectful: Callable[[Expr], bool] = (
             effects.may_have_effects if effects else _no_effects
@@ -166,7 +167,60 @@ class _Eliminator:
                 if node in memo:
                     continue
                 t = type(node)
-                if t is Call:
+                if t is Call and type(node.op) is Op:
+                    # Op calls, the bulk, inline: one of one or two arguments whose
+                    # arguments are done is rebuilt at once; else it waits under _EXIT
+                    # and the loop goes straight down into its last argument not done
+                    # when that is an op call too (no push and pop of it). The order
+                    # of the work is the one the generic branch below gives.
+                    # W3 at 10^4: -24% instructions for the pass (callgrind).
+                    while True:
+                        args = node.args
+                        nargs = len(args)
+                        if nargs == 1:
+                            a = args[0]
+                            na = memo.get(a)
+                            if na is not None:
+                                memo[node] = (
+                                    node if na is a else _unchecked_call(node.op, (na,), node.attrs)
+                                )
+                                break
+                            push(node)
+                            push(_EXIT)
+                        elif nargs == 2:
+                            b, a = args
+                            nb = memo.get(b)
+                            na = memo.get(a)
+                            if na is not None and nb is not None:
+                                memo[node] = (
+                                    node
+                                    if na is a and nb is b
+                                    else _unchecked_call(node.op, (nb, na), node.attrs)
+                                )
+                                break
+                            push(node)
+                            push(_EXIT)
+                            if nb is None and b is not a:
+                                push(b)
+                                push(_ENTER)
+                            if na is not None:
+                                break
+                        else:
+                            push(node)
+                            push(_EXIT)
+                            for a in args:
+                                if a not in memo:
+                                    push(a)
+                                    push(_ENTER)
+                            break
+                        # ``a``: the last argument, not done
+                        if type(a) is Call and type(a.op) is Op:
+                            node = a
+                            continue
+                        push(a)
+                        push(_ENTER)
+                        break
+                elif t is Call:
                     push(node)
                     push(_EXIT)
                     for a in node.args:
@@ -230,8 +284,13 @@ class _Eliminator:
             elif state == _EXIT:
                 if type(node) is Call:  # the common case, inlined
                     args = node.args
-                    new_args = tuple(map(lookup, args))
                     op = node.op
+                    if type(op) is Op and len(args) == 1:
+                        (a,) = args
+                        na = memo[a]
+                        memo[node] = node if na is a else _unchecked_call(op, (na,), node.attrs)
+                        continue
+                    new_args = tuple(map(lookup, args))
                     new_op = op if type(op) is Op else memo[op]
                     if new_op is op and new_args == args:
                         memo[node] = node
