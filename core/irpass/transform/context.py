@@ -91,7 +91,9 @@ register_config_option(
 REWRITES_DISABLE = "rewrites.disable"
 
 register_config_option(
-    REWRITES_DISABLE, (list, tuple), None,
+    REWRITES_DISABLE,
+    (list, tuple),
+    None,
     "rule sets and rules (<ruleset>.<rule>) Canonicalize and rule-set passes leave out",
 )
 
@@ -101,7 +103,9 @@ register_config_option(
 REWRITES_MAX_ROUNDS = "rewrites.max_rounds"
 
 register_config_option(
-    REWRITES_MAX_ROUNDS, int, None,
+    REWRITES_MAX_ROUNDS,
+    int,
+    None,
     "rule-set passes (SimplifyExpr, Canonicalize, RuleSet.as_pass): rewrite rounds per "
     "function (greedy walk: rewrites at one node) before the rules still firing are left "
     "out (default 100)",
