@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["LazyModule", "attach"]
+__all__ = ["LazyModule", "attach", "check_target", "import_target"]
 
 
 def attach(
@@ -98,3 +98,21 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"<lazy module {self._module!r}>"
+
+
+def check_target(target: object, what: str) -> str:
+    """``target`` if it is a declaration's ``"package.module:attr"`` (the form of
+    :class:`~irpass.transform.LazyPass`, ``LazyInstrument`` and ``LazyRuleSet``), else a
+    ``ValueError`` naming ``what`` declared it."""
+    module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not module or not attr.isidentifier():
+        raise ValueError(f"{what}: target must be 'package.module:attr', got {target!r}")
+    return target
+
+
+def import_target(target: str) -> Any:
+    """The object a checked ``"package.module:attr"`` names, imported now; the import's
+    ``ImportError`` or ``AttributeError`` as it is, for the caller to word."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._lazy import check_target, import_target
 from .._lazy_plugins import ensure_plugins
 from .base import PassInstrument
 
@@ -49,19 +49,13 @@ class LazyInstrument:
     registry imports it when the instrument is first asked for by name."""
 
     def __init__(self, target: str, description: str) -> None:
-        module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
-        if not module or not attr.isidentifier():
-            raise ValueError(
-                f"LazyInstrument: target must be 'package.module:attr', got {target!r}"
-            )
-        self.target = target
+        self.target = check_target(target, "LazyInstrument")
         self.__doc__ = description  # what register_instrument describes the entry by
 
     def load(self) -> InstrumentFactory:
         """The factory, imported; ``ImportError`` naming the target if it cannot be."""
-        module, _, attr = self.target.partition(":")
         try:
-            factory = getattr(importlib.import_module(module), attr)
+            factory = import_target(self.target)
         except (ImportError, AttributeError) as exc:
             raise ImportError(
                 f"instrument factory {self.target!r} cannot be imported: "

@@ -17,8 +17,9 @@ This module imports nothing heavy, so a plugin module can import it at its top.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from .._lazy import check_target, import_target
 
 if TYPE_CHECKING:
     from .rewrites import RuleSet
@@ -33,10 +34,7 @@ class LazyRuleSet:
     when it is imported."""
 
     def __init__(self, target: str, *, name: str, pass_name: str | None = None) -> None:
-        module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
-        if not module or not attr.isidentifier():
-            raise ValueError(f"LazyRuleSet: target must be 'package.module:attr', got {target!r}")
-        self.target = target
+        self.target = check_target(target, "LazyRuleSet")
         self.name = name
         self.pass_name = pass_name
         self._ruleset: RuleSet | None = None
@@ -46,9 +44,8 @@ class LazyRuleSet:
         if self._ruleset is None:
             from .rewrites import RuleSet
 
-            module, _, attr = self.target.partition(":")
             try:
-                obj = getattr(importlib.import_module(module), attr)
+                obj = import_target(self.target)
             except (ImportError, AttributeError) as exc:
                 raise ImportError(
                     f"rule set {self.name!r} is declared at {self.target!r}, which cannot be "

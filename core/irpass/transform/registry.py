@@ -40,13 +40,13 @@ requirements only it needs; the requirements' opt levels are not checked
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, overload
 
+from .._lazy import check_target, import_target
 from .._lazy_plugins import ensure_plugins
 from ..errors import PassDependencyError, PassError
 from ..ir.module import IRModule
@@ -134,9 +134,7 @@ class LazyPass:
         description: str = "",
         name: str | None = None,
     ) -> None:
-        module, _, attr = target.partition(":") if isinstance(target, str) else ("", "", "")
-        if not module or not attr.isidentifier():
-            raise ValueError(f"LazyPass: target must be 'package.module:attr', got {target!r}")
+        attr = check_target(target, "LazyPass").partition(":")[2]
         if not isinstance(description, str):
             raise TypeError(f"LazyPass {target!r}: description must be a str, got {description!r}")
         #: What the pass's own ``info`` must be (``name`` defaults to ``attr``).
@@ -155,9 +153,8 @@ class LazyPass:
         """Import the target (once) and return its factory (a :class:`Pass` target: a
         factory returning it). ``ImportError`` / ``TypeError`` naming the pass and target."""
         if self._factory is None:
-            module, _, attr = self.target.partition(":")
             try:
-                obj = getattr(importlib.import_module(module), attr)
+                obj = import_target(self.target)
             except (ImportError, AttributeError) as exc:
                 raise ImportError(
                     f"pass {self.name!r} is declared at {self.target!r}, which cannot be "
