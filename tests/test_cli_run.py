@@ -6,14 +6,11 @@ and output), many models at once with ``--output-dir``/``-j``, ``--report``.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import os
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import irpass
@@ -21,6 +18,7 @@ import pytest
 from irpass.cli.progress import Progress
 from irpass.testing import models
 from irpass.testing.plugins import OWN_PLUGINS, plugin_environ
+from terminal import run_on_terminal
 
 ERASE = "\r\x1b[K"
 
@@ -107,29 +105,13 @@ def irpass_on_terminal(
 ) -> tuple[int, bytes, bytes]:
     """Run ``irpass`` with stderr (and/or stdout) on a 24x80 pseudo-terminal; return the
     exit code, what the terminal received and what the pipe received."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    proc = subprocess.Popen(
+    return run_on_terminal(
         [*_command(), *argv],
         cwd=cwd,
         env=_env(*plugins),
-        stdin=subprocess.DEVNULL,
-        stdout=slave if stdout_terminal else subprocess.PIPE,
-        stderr=slave if stderr_terminal else subprocess.PIPE,
+        stdout_terminal=stdout_terminal,
+        stderr_terminal=stderr_terminal,
     )
-    os.close(slave)
-    terminal = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        terminal += chunk
-    os.close(master)
-    pipe = (proc.stdout or proc.stderr).read()  # type: ignore[union-attr]
-    return proc.wait(timeout=300), terminal, pipe
 
 
 @pytest.fixture

@@ -1,12 +1,10 @@
 """The soak's progress line: on a terminal's standard error, erased at the end, and absent
 with -q or when standard error is not a terminal (issue 24: progress on anything long)."""
 
-import fcntl
-import os
-import struct
 import subprocess
 import sys
-import termios
+
+from terminal import run_on_terminal
 
 ERASE = b"\r\x1b[K"
 SOAK = [sys.executable, "-m", "irpass.testing.soak", "--programs", "2", "--shrink-budget", "0"]
@@ -14,23 +12,8 @@ SOAK = [sys.executable, "-m", "irpass.testing.soak", "--programs", "2", "--shrin
 
 def _run_with_stderr_on_a_terminal(*extra: str) -> tuple[bytes, bytes]:
     """(what the terminal got, what standard output got)."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    proc = subprocess.Popen([*SOAK, *extra], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    terminal = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        terminal += chunk
-    os.close(master)
-    out = proc.stdout.read()  # type: ignore[union-attr]
-    assert proc.wait(timeout=300) == 0, (terminal, out)
+    code, terminal, out = run_on_terminal([*SOAK, *extra])
+    assert code == 0, (terminal, out)
     return terminal, out
 
 
