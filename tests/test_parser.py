@@ -589,6 +589,76 @@ def test_metadata_errors():
     )
 
 
+def test_metadata_data_that_is_not_base64_is_named():
+    text = "def @main(%x: Tensor[(2,), float32]) {\n  add(%x, meta[Constant][0])\n}\n"
+    check(
+        err(text + "#[metadata]\n  meta[Constant][0] = float32 (2,) AAD=PwAAIEA=\n"),
+        5,
+        3,
+        "meta[Constant][0]: the data is not valid base64",
+    )
+
+
+# The lexer makes one token of a parameter with a static type and of a list of ints
+# after '=' (see irpass.ir.lexer); spelled any other way they are the usual tokens.
+SPELLINGS = [
+    (
+        "def @main(%x: Tensor[(2, 3), float32]) { let %y: Tensor[(3, 2), float32] = "
+        "transpose(%x, axes=[1, 0]); reshape(%y, newshape=[-1]) }",
+        "def @main(%x : Tensor[ (2, 3), float32 ]) { let %y :Tensor[(3,2), float32] = "
+        "transpose(%x, axes= [1,0]); reshape(%y, newshape=[ -1 ]) }",
+    ),
+    (
+        "def @main(%x: Tensor[(2,), float32]) { %0 = fn (%p: Tensor[(2,), float32], "
+        "Primitive=1) -> Tensor[(2,), float32] { tile(%p, reps=[2]) }; %0(%x) }",
+        "def @main(%x: Tensor[(2,), float32]) { %0 = fn (%p /* c */: Tensor[(2,), float32], "
+        "Primitive=1) -> Tensor[(2,), float32] { tile(%p, reps=[2 /* c */]) }; %0(%x) }",
+    ),
+]
+
+
+@pytest.mark.parametrize("one_token, tokens", SPELLINGS)
+def test_one_token_params_and_int_lists_read_as_their_tokens_do(one_token, tokens):
+    a, b = parse(one_token), parse(tokens)
+    assert structural_equal(a, b)
+    assert parse(str(a)) is not a and structural_equal(parse(str(a)), a)
+
+
+def test_int_list_attribute_values():
+    func = parse(fn_text("  reshape(%x, newshape=[-1, 3, 1])", "%x: Tensor[(3,), float32]"))
+    call = func["main"].body
+    assert call.attrs["newshape"] == (-1, 3, 1)
+    # nested lists keep their inner lists as tokens of their own
+    func = parse(fn_text("  nn.pad(%x, pad_width=[[1, 2]])", "%x: Tensor[(3,), float32]"))
+    assert func["main"].body.attrs["pad_width"] == ((1, 2),)
+
+
+def test_one_token_param_errors_point_into_the_token():
+    # the dtype of a one-token param, as for a type of its own
+    check(err("def @main(%x: Tensor[(2, 3), floot32]) { %x }"), 1, 30, "unknown dtype 'floot32'")
+    check(
+        err("def @main(%x: float32) { let %y: Tensor[(2,), flt] = %x; %y }"),
+        1,
+        47,
+        "unknown dtype 'flt'",
+    )
+    check(
+        err("def @main(%x: Tensor[(2,), float32], %x: Tensor[(2,), float32]) { %x }"),
+        1,
+        38,
+        "duplicate parameter %x of @main",
+    )
+    # a typed var where an expression goes: the ':' is the problem
+    check(
+        err("def @main(%x: Tensor[(2,), float32]) { add(%x: Tensor[(2,), float32], %x) }"),
+        1,
+        46,
+        "a type annotation ':' goes only on a parameter or after 'let %x'",
+    )
+    with pytest.raises(ParseError, match="a type annotation"):
+        parse_expr("add(%x: Tensor[(2,), float32], %x)")
+
+
 def test_metadata_argument_must_be_arrays():
     text = "def @main(%x: Tensor[(2,), float32]) { add(%x, meta[Constant][0]) }"
     with pytest.raises(TypeError, match="metadata must be a list of arrays"):
