@@ -185,6 +185,12 @@ def test_passes_name_json_is_one_object(work):
     assert doc["error"] is None and doc["docs_page"] is None
 
 
+def test_a_declared_pass_that_needs_arguments_shows_its_declared_level(tmp_path):
+    doc = json.loads(irpass(tmp_path, "passes", "ConvertLayout", "--json").stdout)
+    assert doc["error"] == "needs arguments"
+    assert (doc["opt_level"], doc["required"]) == (3, ["InferType"])
+
+
 def test_an_unknown_pass_name_is_one_line_with_close_matches(tmp_path):
     proc = irpass(tmp_path, "passes", "FoldConstnt")
     assert proc.returncode == 2 and proc.stdout == ""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 from .info import format_table
-from .optimize import STDIO, _check_output_path, format_named, optimize_model
+from .optimize import STDIO, check_output_path, format_named, optimize_model
 from .progress import Progress
 from .summary import failure_record, human_bytes, human_seconds
 
@@ -86,7 +86,7 @@ def run_batch(args: argparse.Namespace, settings: Settings) -> int:
         jobs.append((model, str(out)))
     out_dir.mkdir(parents=True, exist_ok=True)
     for model, out in jobs:
-        _check_output_path(out, model)
+        check_output_path(out, model)
 
     workers = min(args.jobs or os.cpu_count() or 1, len(jobs))
     records: list[dict[str, Any] | None] = [None] * len(jobs)

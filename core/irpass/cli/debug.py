@@ -45,11 +45,11 @@ from ..transform import Sequential, get_pass
 from .errors import UsageError
 from .optimize import (
     STDIO,
-    _check_output_path,
-    _check_report_path,
-    _load_model,
-    _report_instrument,
-    example_models,
+    add_model_arguments,
+    check_output_path,
+    check_report_path,
+    load_model,
+    report_instrument,
     write_stdout_model,
 )
 from .progress import Progress
@@ -62,18 +62,7 @@ __all__ = ["add_bisect_arguments", "add_reduce_arguments", "run_bisect", "run_re
 
 
 def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "model",
-        nargs="?",
-        metavar="MODEL",
-        help="model file (format by suffix); without it, --example",
-    )
-    parser.add_argument(
-        "--example",
-        choices=sorted(example_models()),
-        metavar="NAME",
-        help="a built-in network instead of MODEL",
-    )
+    add_model_arguments(parser)
     parser.add_argument(
         "--test",
         metavar="CMD",
@@ -154,15 +143,15 @@ def _oracle(args: argparse.Namespace, mod: IRModule) -> Oracle:
 def run_bisect(args: argparse.Namespace, settings: Settings) -> int:
     """The ``bisect`` command."""
     if args.report is not None:
-        _check_report_path(args.report)
+        check_report_path(args.report)
     started = perf_counter()
     base = settings.pass_context()
     with Progress(enabled=False if args.quiet else None) as progress:
         progress.step(f"loading {args.model or 'the example'}")
-        mod, label = _load_model(args)
+        mod, label = load_model(args)
         pipeline = settings.build_pipeline()
         oracle = _oracle(args, mod)
-        report = _report_instrument(args, pipeline)
+        report = report_instrument(args, pipeline)
         progress.step("bisect: running the pipeline")
         try:
             found = bisect(
@@ -190,14 +179,14 @@ def run_bisect(args: argparse.Namespace, settings: Settings) -> int:
 def run_reduce(args: argparse.Namespace, settings: Settings) -> int:
     """The ``reduce`` command."""
     if args.output not in (None, STDIO):
-        _check_output_path(args.output, args.model)
+        check_output_path(args.output, args.model)
     chosen = [x for x in (args.test is not None, args.check, args.failing_pass is not None) if x]
     if len(chosen) != 1:
         raise UsageError("reduce needs one of --test CMD, --check, --failing-pass NAME")
     base = settings.pass_context()
     with Progress(enabled=False if args.quiet else None) as progress:
         progress.step(f"loading {args.model or 'the example'}")
-        mod, label = _load_model(args)
+        mod, label = load_model(args)
     oracle: Oracle
     if args.failing_pass is not None:
         try:

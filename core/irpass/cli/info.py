@@ -211,6 +211,9 @@ def describe_pass(entry: PassEntry, *, whole: bool = False) -> PassDoc:
         doc.kind = _kind(made)
         doc.opt_level = made.info.opt_level
         doc.required = list(made.info.required)
+    elif lazy is not None:
+        # a pass that needs arguments: its declaration still says these
+        doc.opt_level, doc.required = lazy.info.opt_level, list(lazy.info.required)
     doc.options, signature = _factory_options(entry)
     doc.factory = f"{entry.origin}{signature}"
     doc.description = rst_to_text(_pass_docstring(entry, made))

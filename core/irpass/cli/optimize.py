@@ -78,7 +78,15 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from ..transform import Pass, PassInfo
 
-__all__ = ["add_arguments", "run", "optimize_model", "compare_outputs", "example_models"]
+__all__ = [
+    "add_arguments",
+    "add_model_arguments",
+    "compare_outputs",
+    "example_models",
+    "load_model",
+    "optimize_model",
+    "run",
+]
 
 DEFAULT_EXAMPLE = "resnet"
 STDIO = "-"  # MODEL or -o: standard input / output
@@ -332,7 +340,26 @@ def write_stdout_model(mod: IRModule, name: str | None) -> tuple[int, int | None
 # -- loading ----------------------------------------------------------------------------
 
 
-def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``MODEL`` and ``--example``, for the commands that take one model (``show``,
+    ``bisect``, ``reduce``; ``optimize`` takes several); read them with :func:`load_model`."""
+    parser.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help=f"model file (format by suffix, - for standard input); without it, --example "
+        f"(default {DEFAULT_EXAMPLE})",
+    )
+    parser.add_argument(
+        "--example",
+        choices=sorted(example_models()),
+        metavar="NAME",
+        help="a built-in network instead of MODEL",
+    )
+
+
+def load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
+    """The model that ``args.model`` / ``args.example`` name, and how to call it in messages."""
     if args.model is not None:
         if args.example is not None:
             raise UsageError(
@@ -345,7 +372,7 @@ def _load_model(args: argparse.Namespace) -> tuple[IRModule, str]:
     return example_models()[name](), f"example {name}"
 
 
-def _check_output_path(path: str, model: str | None) -> None:
+def check_output_path(path: str, model: str | None) -> None:
     """Fail before any pass runs when the result could not be written, or would be
     written over a file of the input ``model``."""
     format_for(path, for_="save")
@@ -356,17 +383,17 @@ def _check_output_path(path: str, model: str | None) -> None:
         _refuse_overwriting_the_input(model, path)
 
 
-def _check_report_path(path: str) -> None:
+def check_report_path(path: str) -> None:
     """Fail before anything runs when ``--report``'s file could not be written."""
     if not Path(path).parent.is_dir():
         raise UsageError(
             f"--report {path}: no such directory to write the report into "
             f"({str(Path(path).parent)!r})"
         )
-    from ..instrument.report import check_report_path
+    from ..instrument import report
 
     try:
-        check_report_path(path)
+        report.check_report_path(path)
     except ValueError as exc:  # "report: 'x.txt' must end in .html ..."
         raise UsageError(f"--{exc}") from None
 
@@ -471,9 +498,9 @@ def optimize_model(
     started = perf_counter()
     progress = progress or Progress(enabled=False)
     if args.output is not None and args.output != STDIO:
-        _check_output_path(args.output, args.model)
+        check_output_path(args.output, args.model)
     if args.report is not None:
-        _check_report_path(args.report)
+        check_report_path(args.report)
     if args.reproducer not in (None, "off"):
         check_reproducer_dir(args.reproducer)
     base = settings.pass_context()
@@ -490,7 +517,7 @@ def optimize_model(
                 mod, size_in = read_stdin_model(args.format)
                 label = STDIO
             else:
-                mod, label = _load_model(args)
+                mod, label = load_model(args)
         if args.model not in (None, STDIO):
             size_in = file_size(model_files(args.model, for_="load"))
     loaded = perf_counter()
@@ -514,7 +541,7 @@ def optimize_model(
             raise ValueError(f"--check: cannot run the input model ({label}): {exc}") from exc
         summary.time["check"] = perf_counter() - check_start
 
-    report = _report_instrument(args, pipeline)
+    report = report_instrument(args, pipeline)
     recorder = _Recorder(_container_infos(pipeline), progress)
     positions = Positions()
     config = dict(base.config)
@@ -636,7 +663,7 @@ def _write_result(
     summary.size_out, summary.onnx_nodes = write_stdout_model(result, args.format)
 
 
-def _report_instrument(args: argparse.Namespace, pipeline: Pass) -> list[PassInstrument]:
+def report_instrument(args: argparse.Namespace, pipeline: Pass) -> list[PassInstrument]:
     """``[ReportInstrument(...)]`` with ``--report``, else ``[]``."""
     if args.report is None:
         return []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..transform import Pass, Sequential, list_pipeline_insertions, registry
-from ..transform.pipeline_text import _tokenize
+from ..transform.pipeline_text import split_pipeline
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -110,7 +110,7 @@ def pipeline_entries(settings: Settings) -> list[PipelineEntry]:
     if settings.pipeline is None or settings.pipeline.strip() == "default":
         return [walker.plan_row(row, 0) for row in settings.default_plan().rows]
     root = settings.build_pipeline()
-    return walker.items(list(root.passes), _split(settings.pipeline), 0)
+    return walker.items(list(root.passes), split_pipeline(settings.pipeline), 0)
 
 
 def flatten(entries: list[PipelineEntry]) -> list[PipelineEntry]:
@@ -194,10 +194,10 @@ class _Walker:
                 entry.children = [self._default_child(c, depth + 1) for c in p.passes]
             elif isinstance(p, Sequential) and name == _SEQ and text.startswith("seq"):
                 entry = self._entry(p, depth, sequential=True, text="")
-                entry.children = self.items(list(p.passes), _split(_inner(text)), depth + 1)
+                entry.children = self.items(list(p.passes), split_pipeline(_inner(text)), depth + 1)
             elif isinstance(p, Sequential) and text == name and name in self.settings.pipelines:
                 entry = self._entry(p, depth, sequential=True, text="")
-                named = _split(self.settings.pipelines[name])
+                named = split_pipeline(self.settings.pipelines[name])
                 entry.children = self.items(list(p.passes), named, depth + 1)
             else:  # a registered pass, written as it was, options and all
                 entry = self._entry(p, depth, sequential=False, text=text)
@@ -221,24 +221,6 @@ def _item(name: str, options: Mapping[str, Any]) -> str:
 def _owner(name: str) -> str:
     entry = registry.lookup(name)
     return entry.owner if entry is not None else "-"
-
-
-def _fail(message: str, pos: int) -> Exception:
-    return ValueError(f"{message} (column {pos + 1})")
-
-
-def _split(text: str) -> list[str]:
-    """The top-level items of a pipeline string that parsed, as written (trimmed)."""
-    items, start, depth = [], 0, 0
-    for tok in _tokenize(text, _fail):
-        if tok.kind == "punct" and tok.text in "({[":
-            depth += 1
-        elif tok.kind == "punct" and tok.text in ")}]":
-            depth -= 1
-        elif (tok.kind == "punct" and tok.text == "," and depth == 0) or tok.kind == "end":
-            items.append(text[start : tok.pos].strip())
-            start = tok.pos + 1
-    return items
 
 
 def _inner(item: str) -> str:

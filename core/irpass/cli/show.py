@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..viz import DEFAULT_MAX_NODES, FORMATS, GraphvizNotFound, build_graph
 from ..viz.render import HOW_TO_GET_GRAPHVIZ, check_output_path, write_graph
 from .errors import UsageError
-from .optimize import _load_model, example_models
+from .optimize import add_model_arguments, load_model
 
 if TYPE_CHECKING:
     from ..ir import IRModule
@@ -37,18 +37,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``show``'s arguments."""
-    parser.add_argument(
-        "model",
-        nargs="?",
-        metavar="MODEL",
-        help="model file (format by suffix); without it, --example (default resnet)",
-    )
-    parser.add_argument(
-        "--example",
-        choices=sorted(example_models()),
-        metavar="NAME",
-        help="a built-in network instead of MODEL",
-    )
+    add_model_arguments(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -108,7 +97,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.max_nodes < 1:
         raise UsageError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     fmt = _check_output(args.output, args.model)
-    mod, label = _load_model(args)
+    mod, label = load_model(args)
     mod = _pick(mod, args.function, label)
     graph = build_graph(mod, max_nodes=None, collapse=args.collapse)
     if len(graph.boxes) > args.max_nodes:

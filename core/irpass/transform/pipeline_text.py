@@ -44,7 +44,7 @@ from .passes import Pass, Sequential
 from .pipeline import default_pipeline
 from .registry import close_pass_names, get_pass, get_pass_entry
 
-__all__ = ["parse_pipeline", "PipelineSyntaxError", "MAX_DEPTH"]
+__all__ = ["parse_pipeline", "split_pipeline", "PipelineSyntaxError", "MAX_DEPTH"]
 
 #: How deeply ``seq(...)``, lists, dicts and named pipelines may nest.
 MAX_DEPTH = 64
@@ -90,6 +90,27 @@ def parse_pipeline(
     default = functools.partial(default_pipeline, opt_level=opt_level)
     passes = _Parser(text, named, (), 0, default).parse()
     return Sequential(passes, opt_level=0, name="pipeline")
+
+
+def split_pipeline(text: str) -> list[str]:
+    """The top-level items of pipeline string ``text`` as written, trimmed:
+    ``"FoldConstant, seq(A, B)"`` gives ``["FoldConstant", "seq(A, B)"]`` (what
+    ``irpass pipeline`` shows next to each pass). Raises :class:`PipelineSyntaxError`
+    for an unterminated string."""
+
+    def fail(message: str, pos: int) -> PipelineSyntaxError:
+        return PipelineSyntaxError(message, text, pos + 1)
+
+    items, start, depth = [], 0, 0
+    for tok in _tokenize(text, fail):
+        if tok.kind == "punct" and tok.text in "({[":
+            depth += 1
+        elif tok.kind == "punct" and tok.text in ")}]":
+            depth -= 1
+        elif (tok.kind == "punct" and tok.text == "," and depth == 0) or tok.kind == "end":
+            items.append(text[start : tok.pos].strip())
+            start = tok.pos + 1
+    return items
 
 
 # -- tokens --------------------------------------------------------------------------------
