@@ -599,6 +599,51 @@ def test_metadata_data_that_is_not_base64_is_named():
     )
 
 
+# The printer's form of the metadata section (one entry a line, nothing else) is read
+# in one scan; anything else line by line. Both read the same, and report the same errors.
+META_TEXT = "def @main(%x: Tensor[(2,), float32]) {\n  add(%x, meta[Constant][0])\n}\n"
+
+
+@pytest.mark.parametrize(
+    "entries, line, column, message",
+    [
+        ("meta[Constant][0] = float32 (2,) AAD=PwAAIEA=\n", 5, 1, "not valid base64"),
+        ("meta[Constant][0] = float32 (3,) AADAPwAAIEA=\n", 5, 1, "(3,) needs 12 bytes"),
+        ("meta[Constant][0] = float31 (2,) AADAPwAAIEA=\n", 5, 1, "unknown dtype"),
+        ("meta[Constant][0] = float32 (2, x) AADAPwAAIEA=\n", 5, 1, "bad shape"),
+        (
+            "meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n"
+            "meta[Constant][0] = float32 (2,) AADAPwAAIEA=\n",
+            6,
+            1,
+            "defined twice",
+        ),
+        ("meta[Constant][0] = float32 (2,) AADAPwAAIEA=\nrubbish\n", 6, 1, "expected a metadata"),
+        ("meta[Constant][0] = float32 (2,) AADAPwAAIEA= x\n", 5, 1, "expected a metadata"),
+    ],
+)
+def test_metadata_errors_in_the_printers_form(entries, line, column, message):
+    check(err(META_TEXT + "#[metadata]\n" + entries), line, column, message)
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        "meta[Constant][1] = float32 () AACAPw==\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=",
+        "meta[Constant][1] = float32 () AACAPw==\nmeta[Constant][0] = float32 (2,) AADAPwAAIEA=\n",
+        "// weights\nmeta[Constant][1] = float32 () AACAPw==\n\n"
+        "  meta[Constant][0] = float32 (2,) AADAPwAAIEA=  \r\n\n",
+    ],
+)
+def test_metadata_sections_read_alike(section):
+    text = META_TEXT.replace("%x, meta[Constant][0]", "meta[Constant][1], meta[Constant][0]")
+    body = parse(text + "#[metadata]\n" + section)["main"].body
+    scalar, pair = (a.data for a in body.args)
+    assert scalar.shape == () and scalar.dtype == np.float32 and scalar == 1.0
+    assert pair.tolist() == [1.5, 2.5] and pair.dtype == np.float32
+    assert not scalar.flags.writeable and not pair.flags.writeable
+
+
 # The lexer makes one token of a parameter with a static type and of a list of ints
 # after '=' (see irpass.ir.lexer); spelled any other way they are the usual tokens.
 SPELLINGS = [
