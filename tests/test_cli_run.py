@@ -158,7 +158,7 @@ def test_json_is_one_object_with_the_documented_keys(work):
         "input": (work / "small.txt").stat().st_size,
         "output": (work / "out.txt").stat().st_size,
     }
-    assert rec["onnx_nodes"] is None and rec["check"] is None
+    assert rec["file_nodes"] is None and rec["check"] is None
 
 
 def test_json_of_a_failed_run_is_a_failure_record(work):
@@ -193,7 +193,7 @@ def test_onnx_output_counts_the_written_files_nodes(work):
     )
     assert proc.returncode == 0, proc.stderr
     written = onnx.load(str(work / "out.onnx"))
-    assert json.loads(proc.stdout)["onnx_nodes"] == len(written.graph.node) > 0
+    assert json.loads(proc.stdout)["file_nodes"] == len(written.graph.node) > 0
 
 
 # -- progress ---------------------------------------------------------------------------
@@ -341,7 +341,7 @@ def test_onnx_through_standard_input_and_output(work):
     assert proc.returncode == 0, proc.stderr
     model = onnx.load_from_string(proc.stdout)
     assert [n.op_type for n in model.graph.node] == ["Add", "Relu", "Neg"]
-    assert b"onnx:    3 nodes in the written file" in proc.stderr
+    assert b"file:    3 nodes in the written file" in proc.stderr
     assert f"size:    {len(data)} B -> {len(proc.stdout)} B".encode() in proc.stderr
     proc = irpass_run(
         work,

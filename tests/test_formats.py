@@ -126,6 +126,7 @@ def test_file_format_normalizes_its_suffixes():
         ({"name": "f", "suffixes": (".a",)}, ValueError, "neither load nor save"),
         ({"name": "f", "suffixes": (".a",), "load": "module.load"}, TypeError, "load"),
         ({"name": "f", "suffixes": (".a",), "save": 3}, TypeError, "save"),
+        ({"name": "f", "suffixes": (".a",), "load": len, "node_count": 3}, TypeError, "node_count"),
     ],
 )
 def test_file_format_validation(kwargs, error, match):
@@ -191,6 +192,23 @@ def test_a_plugin_format_is_used_by_load_and_save(manager, tmp_path):
     assert len(rec.calls) == 2
     # the text format is untouched
     assert format_for("m.txt") is formats.TEXT_FORMAT
+
+
+def test_the_summary_counts_a_written_file_with_its_formats_node_count(manager, tmp_path):
+    from irpass.cli.optimize import written_nodes
+
+    counted = []
+
+    def node_count(path):
+        counted.append(path)
+        return 7
+
+    rec = Recording()
+    register(format_plugin("countplug", FileFormat("cnt", (".cnt",), save=rec.save,
+                                                   node_count=node_count)))
+    assert written_nodes(tmp_path / "m.cnt") == 7 and counted == [tmp_path / "m.cnt"]
+    # the text format does not count nodes
+    assert written_nodes(tmp_path / "m.txt") is None
 
 
 def test_list_formats_is_sorted_by_name_with_owners(manager):

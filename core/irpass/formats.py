@@ -52,6 +52,7 @@ __all__ = [
 Loader = Callable[..., IRModule]
 Saver = Callable[..., None]
 SideFiles = Callable[[Path, str], Iterable["str | os.PathLike[str]"]]
+NodeCount = Callable[[Path], int]
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ class FileFormat:
     ``side_files(path, for_)``, if given, names the files other than ``path`` that belong
     to the model there: for ``for_="load"`` those loading the existing ``path`` reads, for
     ``"save"`` those saving to ``path`` may write (relative to the working directory, or
-    absolute).
+    absolute). ``node_count(path) -> int``, if given, counts the nodes of the model in the
+    file at ``path`` as the format's own tools count them (ONNX: the main graph's nodes);
+    ``irpass optimize`` shows it for the file it wrote.
     """
 
     name: str
@@ -72,6 +75,7 @@ class FileFormat:
     save: Saver | None = None
     description: str = ""
     side_files: SideFiles | None = None
+    node_count: NodeCount | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -85,7 +89,7 @@ class FileFormat:
         object.__setattr__(self, "suffixes", tuple(s.lower() for s in suffixes))
         if self.load is None and self.save is None:
             raise ValueError(f"FileFormat {self.name!r}: neither load nor save is given")
-        for what in ("load", "save", "side_files"):
+        for what in ("load", "save", "side_files", "node_count"):
             fn = getattr(self, what)
             if fn is not None and not callable(fn):
                 raise TypeError(f"FileFormat {self.name!r}: {what} must be callable, got {fn!r}")

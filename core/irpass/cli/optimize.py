@@ -309,7 +309,7 @@ def read_stdin_model(name: str | None = None) -> tuple[IRModule, int]:
 
 def write_stdout_model(mod: IRModule, name: str | None) -> tuple[int, int | None]:
     """Write ``mod`` to standard output in format ``name`` (default text); the bytes
-    written and, for ONNX, the node count of what was written."""
+    written and the nodes of what was written as the format counts them (or None)."""
     fmt = format_named(name or "text")
     if fmt.name == "text":
         # the text format's constants inline (no .npz beside a stream)
@@ -330,7 +330,7 @@ def write_stdout_model(mod: IRModule, name: str | None) -> tuple[int, int | None
                 f"({', '.join(extra)} beside the model): write it with -o FILE"
             )
         data = path.read_bytes()
-        nodes = _onnx_nodes(str(path))
+        nodes = written_nodes(path)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -426,17 +426,11 @@ def _evaluate(mod: IRModule, inputs: Mapping[str, Any]) -> Any:
     return evaluate(mod, **inputs)
 
 
-def _onnx_nodes(path: str) -> int | None:
-    """The node count of the main graph of the ONNX file at ``path``; None for another
-    format, or without the ``onnx`` package."""
-    if format_for(path, for_="save").name != "onnx":
-        return None
-    try:
-        import onnx
-    except ImportError:
-        return None
-    # the weights are not needed to count nodes
-    return len(onnx.load(path, load_external_data=False).graph.node)
+def written_nodes(path: str | Path) -> int | None:
+    """The nodes of the model written at ``path`` as its format counts them (its
+    ``node_count``); None for a format that does not count them."""
+    node_count = format_for(path, for_="save").node_count
+    return None if node_count is None else node_count(Path(path))
 
 
 # -- the command ------------------------------------------------------------------------
@@ -595,7 +589,7 @@ def optimize_model(
     _write_result(args, result, summary, progress, io_ctx)
     summary.time["save"] = perf_counter() - save_start
     if summary.output not in (None, STDIO):  # reads the file back: not part of save's time
-        summary.onnx_nodes = _onnx_nodes(summary.output)
+        summary.file_nodes = written_nodes(summary.output)
     summary.time["total"] = perf_counter() - started
     _write_report(report, args, summary, [])
     return summary
@@ -660,7 +654,7 @@ def _write_result(
                 sys.stderr.write(f"irpass: note: {summary.note}\n")
             return
     summary.output = STDIO
-    summary.size_out, summary.onnx_nodes = write_stdout_model(result, args.format)
+    summary.size_out, summary.file_nodes = write_stdout_model(result, args.format)
 
 
 def report_instrument(args: argparse.Namespace, pipeline: Pass) -> list[PassInstrument]:

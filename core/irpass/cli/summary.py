@@ -137,7 +137,7 @@ class RunSummary:
     time: dict[str, float] = field(default_factory=dict)  # load, passes, check, save, total
     before: OpCounts | None = None
     after: OpCounts | None = None
-    onnx_nodes: int | None = None  # nodes of the written ONNX file
+    file_nodes: int | None = None  # nodes of the written file, as its format counts them
     size_in: int | None = None
     size_out: int | None = None
     check: str | None = None
@@ -151,10 +151,11 @@ class RunSummary:
         names of the passes that ran, in order), ``time`` (seconds: ``load``, ``passes``,
         ``save``, ``total``, and ``check`` with ``--check``), ``nodes`` (op calls:
         ``before``, ``after``), ``fused`` (``before``/``after``: ``calls`` inside fused
-        functions and ``functions``), ``onnx_nodes`` (nodes of the written ONNX file, or
-        null), ``ops`` (``before``/``after``: op name -> calls), ``size`` (bytes:
-        ``input``, ``output``; null when there is no file), ``check`` (the ``--check``
-        line or null), ``note`` (or null).
+        functions and ``functions``), ``file_nodes`` (nodes of the written file as its
+        format counts them, ONNX's main graph nodes; null when it does not count them),
+        ``ops`` (``before``/``after``: op name -> calls), ``size`` (bytes: ``input``,
+        ``output``; null when there is no file), ``check`` (the ``--check`` line or
+        null), ``note`` (or null).
         """
         before, after = self.before or OpCounts(), self.after or OpCounts()
         return {
@@ -170,7 +171,7 @@ class RunSummary:
                 "before": {"calls": before.fused_calls, "functions": before.fused_functions},
                 "after": {"calls": after.fused_calls, "functions": after.fused_functions},
             },
-            "onnx_nodes": self.onnx_nodes,
+            "file_nodes": self.file_nodes,
             "ops": {
                 "before": dict(sorted(before.ops.items())),
                 "after": dict(sorted(after.ops.items())),
@@ -202,8 +203,8 @@ class RunSummary:
         ]
         if self.before is not None and self.after is not None:
             fields.append(("nodes", f"{self.before.text()} -> {self.after.text()} op calls"))
-        if self.onnx_nodes is not None:
-            fields.append(("onnx", f"{self.onnx_nodes} nodes in the written file"))
+        if self.file_nodes is not None:
+            fields.append(("file", f"{self.file_nodes} nodes in the written file"))
         if self.size_in is not None or self.size_out is not None:
             fields.append(("size", f"{human_bytes(self.size_in)} -> {human_bytes(self.size_out)}"))
         if self.check is not None:

@@ -403,7 +403,7 @@ class _Parser:
             # (iterating a block gives its rows as views; the rows of a 1-d block
             # would be numpy scalars)
             rows = iter(block) if shape else (block[j, ...] for j in range(len(keys)))
-            out.update(zip(keys, rows))
+            out.update(zip(keys, rows, strict=True))
         if len(out) != len(entries):  # a key defined twice
             return self._read_metadata_lines(start)
         return out

@@ -18,7 +18,8 @@ from .options import CONFIG_OPTIONS
 def irpass_register_formats() -> Sequence[FileFormat]:
     """``.onnx``: ``irpass.load``/``irpass.save`` and ``irpass optimize model.onnx -o out.onnx``."""
     return [FileFormat("onnx", (".onnx",), load=_load, save=_save,
-                       description="ONNX models (irpass-onnx)", side_files=_side_files)]
+                       description="ONNX models (irpass-onnx)", side_files=_side_files,
+                       node_count=_node_count)]
 
 
 # The format's functions import the importer or exporter (and onnx) when first called:
@@ -33,6 +34,13 @@ def _save(mod: Any, path: Path, **options: Any) -> None:
     from .export import save_onnx
 
     save_onnx(mod, path, **options)
+
+
+def _node_count(path: Path) -> int:
+    """The nodes of the main graph of the ONNX file at ``path`` (its weights not read)."""
+    import onnx
+
+    return len(onnx.load(str(path), load_external_data=False).graph.node)
 
 
 def _side_files(path: Path, for_: str) -> list[Path]:
