@@ -702,6 +702,9 @@ def test_one_token_param_errors_point_into_the_token():
     )
     with pytest.raises(ParseError, match="a type annotation"):
         parse_expr("add(%x: Tensor[(2,), float32], %x)")
+    # a quoted name may hold ': ' (it is never one token with a type)
+    free = parse_expr('add(%"a: b", %"a: b")').args[0]
+    assert isinstance(free, Var) and free.name_hint == "a: b"
 
 
 def test_metadata_argument_must_be_arrays():

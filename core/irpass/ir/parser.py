@@ -388,6 +388,7 @@ class _Parser:
         except ValueError:
             return self._read_metadata_lines(start)
         out: dict[int, np.ndarray] = {}
+        views: list[int] = []
         for (dtype, shape_text), (keys, raws) in groups.items():
             try:
                 little, shape, nbytes = _meta_layout("", dtype, shape_text, ValueError)
@@ -397,7 +398,7 @@ class _Parser:
                 return self._read_metadata_lines(start)
             block = np.frombuffer(b"".join(raws), dtype=little).reshape((len(keys), *shape))
             if little.isnative:
-                self.meta_views.update(keys)
+                views += keys
             else:
                 block = block.astype(little.newbyteorder("="))
             # (iterating a block gives its rows as views; the rows of a 1-d block
@@ -406,6 +407,7 @@ class _Parser:
             out.update(zip(keys, rows, strict=True))
         if len(out) != len(entries):  # a key defined twice
             return self._read_metadata_lines(start)
+        self.meta_views.update(views)
         return out
 
     def _read_metadata_lines(self, start: int) -> dict[int, np.ndarray]:
@@ -1046,7 +1048,7 @@ class _Parser:
         return op
 
     def _free_var(self, name: str, tok: str) -> Var:
-        if ": " in name:
+        if ": " in name and tok[1:2] != '"':
             # one token from the lexer (%x: Tensor[...]) where no type goes
             raise self.error(
                 "a type annotation ':' goes only on a parameter or after 'let %x'",
@@ -1661,7 +1663,7 @@ def _array_size(shape: Sequence[int], itemsize: int) -> int | None:
 
 
 def _meta_layout(
-    k: str, dtype: str, shape_text: str, fail: Callable[[str], ParseError]
+    k: str, dtype: str, shape_text: str, fail: Callable[[str], Exception]
 ) -> tuple[np.dtype, tuple[int, ...], int]:
     """The stored dtype, shape and byte size of metadata entry ``k``, or ``fail(message)``."""
     what = f"meta[Constant][{k}]"
