@@ -81,11 +81,18 @@ if TYPE_CHECKING:
 __all__ = [
     "add_arguments",
     "add_model_arguments",
+    "check_output_path",
+    "check_report_path",
     "compare_outputs",
     "example_models",
+    "format_named",
     "load_model",
     "optimize_model",
+    "read_stdin_model",
+    "report_instrument",
     "run",
+    "write_stdout_model",
+    "written_nodes",
 ]
 
 DEFAULT_EXAMPLE = "resnet"
