@@ -437,3 +437,15 @@ def test_default_options_are_checked(text, words):
         parse_pipeline(text)
     for word in words:
         assert word in str(info.value)
+
+
+def test_split_pipeline_gives_the_top_level_items_as_written():
+    from irpass.transform.pipeline_text import split_pipeline
+
+    assert split_pipeline(" FoldConstant , seq(A, B{k=[1, 2]}), C{s='a, b'} ") == [
+        "FoldConstant",
+        "seq(A, B{k=[1, 2]})",
+        "C{s='a, b'}",
+    ]
+    with pytest.raises(PipelineSyntaxError):
+        split_pipeline("A, B{s='open")

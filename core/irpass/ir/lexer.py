@@ -48,7 +48,7 @@ _TOKENS = r"""
 # goes for meta[Constant][k] (seven tokens otherwise), for a list of ints right
 # after an attribute's '=' and for a parameter (or let) with such a type,
 # %p0: Tensor[(2, 8), float32]: the three cut the tokens of a BERT-like module
-# by a fifth, and the regex's cost is per token (about 130 ns).
+# by a sixth, and the regex's cost is per token (about 130 ns).
 _FLAGS = re.VERBOSE | re.DOTALL | re.ASCII
 # Whitespace and comments before each token are skipped; text without any
 # '/' has no comments, and the simpler pattern is a third faster. The empty
