@@ -110,9 +110,13 @@ def check_target(target: object, what: str) -> str:
     return target
 
 
-def import_target(target: str) -> Any:
-    """The object a checked ``"package.module:attr"`` names, imported now; the import's
-    ``ImportError`` or ``AttributeError`` as it is, for the caller to word."""
+def import_target(target: str, failure: str) -> Any:
+    """The object a checked ``"package.module:attr"`` names, imported now. If the import
+    fails (``ImportError`` or a missing ``attr``), an ``ImportError`` saying ``failure``
+    (the caller's words for what could not be imported) and the cause."""
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"{failure}: {type(exc).__name__}: {exc}") from exc
 

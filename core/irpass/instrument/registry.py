@@ -54,13 +54,9 @@ class LazyInstrument:
 
     def load(self) -> InstrumentFactory:
         """The factory, imported; ``ImportError`` naming the target if it cannot be."""
-        try:
-            factory = import_target(self.target)
-        except (ImportError, AttributeError) as exc:
-            raise ImportError(
-                f"instrument factory {self.target!r} cannot be imported: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+        factory = import_target(
+            self.target, f"instrument factory {self.target!r} cannot be imported"
+        )
         if not callable(factory):
             raise TypeError(f"instrument factory {self.target!r} is not callable: {factory!r}")
         return factory

@@ -44,13 +44,10 @@ class LazyRuleSet:
         if self._ruleset is None:
             from .rewrites import RuleSet
 
-            try:
-                obj = import_target(self.target)
-            except (ImportError, AttributeError) as exc:
-                raise ImportError(
-                    f"rule set {self.name!r} is declared at {self.target!r}, which cannot be "
-                    f"imported: {type(exc).__name__}: {exc}"
-                ) from exc
+            obj = import_target(
+                self.target,
+                f"rule set {self.name!r} is declared at {self.target!r}, which cannot be imported",
+            )
             if not isinstance(obj, RuleSet):
                 raise TypeError(f"rule set {self.name!r} declared at {self.target!r} is a "
                                 f"{type(obj).__name__}, not a RuleSet")

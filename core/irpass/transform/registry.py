@@ -153,13 +153,10 @@ class LazyPass:
         """Import the target (once) and return its factory (a :class:`Pass` target: a
         factory returning it). ``ImportError`` / ``TypeError`` naming the pass and target."""
         if self._factory is None:
-            try:
-                obj = import_target(self.target)
-            except (ImportError, AttributeError) as exc:
-                raise ImportError(
-                    f"pass {self.name!r} is declared at {self.target!r}, which cannot be "
-                    f"imported: {type(exc).__name__}: {exc}"
-                ) from exc
+            obj = import_target(
+                self.target,
+                f"pass {self.name!r} is declared at {self.target!r}, which cannot be imported",
+            )
             try:
                 check_pass_factory(obj)
             except TypeError as exc:
