@@ -425,19 +425,15 @@ class _Parser:
         # before, 1.5 after; the printer's form no longer comes here)
         for line in text[start:].split("\n"):
             m = match(line)
+            self.meta_offset = pos
             if m is None:
                 stripped = line.strip()
                 if stripped and not stripped.startswith("//"):
-                    col = pos + len(line) - len(line.lstrip())
-                    raise error_at(
-                        text,
-                        col,
+                    raise self._meta_fail(
                         "expected a metadata entry 'meta[Constant][k] = <dtype> (<shape>) "
-                        "<base64 data>'",
-                        self.filename,
+                        "<base64 data>'"
                     )
             else:
-                self.meta_offset = pos
                 k_text, dtype, shape_text, data = m.groups()
                 layout = layouts.get((dtype, shape_text))
                 if layout is None:
