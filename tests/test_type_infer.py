@@ -29,7 +29,7 @@ from irpass.ir import (
 from irpass.ir.describe import describe
 from irpass.ir.expr import set_checked_type
 from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
-from irpass.ir.type_infer import infer_type_and_free_vars
+from irpass.ir.type_infer import infer_type_and_free_vars, mark_typed
 from irpass.testing import strategies as sts
 from irpass.testing.inputs import random_inputs
 
@@ -213,6 +213,124 @@ def test_shared_nodes_are_inferred_once():
     # Every level has new argument types, so the relation runs once per node.
     assert REL_CALLS["n"] == 60
     assert e.checked_type == TensorType((3 * 2**60,), "float32")
+
+
+# -- types kept: a pure dataflow node typed before is not walked again ----------------------
+
+
+def _doubling(x, levels):
+    """concat(e, e), ``levels`` deep over ``x``: each level a new type (a relation run)."""
+    e = x
+    for _ in range(levels):
+        e = Call(CONCAT, [e, e])
+    return e
+
+
+def _typed_function(levels=5):
+    x = var("x", shape=(3,))
+    mod = infer_type(IRModule.from_expr(Function([x], _doubling(x, levels))))
+    return mod["main"]
+
+
+def test_a_new_module_sharing_a_typed_function_runs_no_relation():
+    func = _typed_function()
+    REL_CALLS["n"] = 0
+    again = infer_type(IRModule({"main": func}))  # a new module, as a pass returns
+    assert REL_CALLS["n"] == 0
+    assert again["main"] is func
+    assert func.body.checked_type == TensorType((96,), "float32")
+
+
+def test_only_the_nodes_a_pass_rebuilt_are_walked():
+    func = _typed_function()
+    (x,) = func.params
+    top = Call(CONCAT, [func.body, x])  # a pass's new node over the unchanged body
+    rebuilt = Function(func.params, top, None)
+    REL_CALLS["n"] = 0
+    typed = infer_type(IRModule({"main": rebuilt}))["main"]
+    assert REL_CALLS["n"] == 1
+    assert typed.body.checked_type == TensorType((99,), "float32")
+    assert typed.ret_type == TensorType((99,), "float32")
+
+
+def test_bound_by_records_which_params_bind_a_node():
+    x = var("x", shape=(3,))
+    c = const(np.ones(3, "float32"))
+    on_x = add(x, c)
+    v = Var("v")  # a let var: its type comes from its binding
+    on_v = neg(v)
+    y = var("y", shape=(3,))
+    mixed = add(x, y)  # the params of the outer and of the inner function
+    inner = Function([y], mixed)
+    body = Let(v, on_x, Tuple([on_v, Call(inner, [x])]))
+    infer_type(IRModule.from_expr(Function([x], body)))
+    main_params = (x,)
+    assert c._bound_by == ()
+    assert x._bound_by == main_params and on_x._bound_by == main_params
+    assert y._bound_by == (y,)
+    for node in (v, on_v, mixed, inner, body, body.body):
+        assert node._bound_by is None, node
+
+
+def test_a_typed_subtree_moved_where_its_vars_are_unbound_is_still_an_error():
+    func = _typed_function()
+    y = var("y", shape=(3,))
+    moved = Function([y], Call(CONCAT, [func.body, y]))  # uses %x, which nothing binds
+    with pytest.raises(TypeInferenceError, match="%x is used before"):
+        infer_type(IRModule.from_expr(moved))
+
+
+def test_free_vars_of_a_typed_subtree_are_still_found():
+    func = _typed_function()
+    typed, free = infer_type_and_free_vars(Call(NEG, [func.body]))
+    assert free == list(func.params)
+    assert typed.checked_type == TensorType((96,), "float32")
+
+
+def test_an_expression_over_a_let_var_is_typed_again_for_a_new_binding():
+    v = Var("v")
+    use = neg(v)
+    first = infer_type(Let(v, const(np.ones(3, "float32")), use))
+    assert first.checked_type == F32_3
+    second = infer_type(Let(v, const(np.ones(4, "float32")), use))
+    assert second.checked_type == F32_4
+    assert use.checked_type == F32_3  # the node keeps its type in the first program
+
+
+def test_a_type_written_from_outside_is_checked_again():
+    func = _typed_function()
+    wrong = TensorType((7,), "int8")
+    set_checked_type(func.body, wrong)  # forgets that the node was inferred
+    typed = infer_type(IRModule({"main": func}))["main"]
+    assert typed.body is not func.body  # a copy with the right type; the node keeps its own
+    assert typed.body.checked_type == TensorType((96,), "float32")
+    assert func.body.checked_type == wrong
+
+
+def test_a_conflict_makes_the_old_node_walked_again():
+    func = _typed_function()
+    wrong = TensorType((7,), "int8")
+    body = func.body
+    set_checked_type(body, wrong)
+    infer_type(IRModule({"main": func}))
+    REL_CALLS["n"] = 0
+    again = infer_type(IRModule({"main": func}))["main"]
+    assert REL_CALLS["n"] == 1  # the node with the other program's type, walked again
+    assert again.body.checked_type == TensorType((96,), "float32")
+
+
+def test_mark_typed_lets_the_next_inference_take_the_types():
+    x = var("x", shape=(3,))
+    c = Call(CONCAT, [x, x])
+    six = TensorType((6,), "float32")
+    func = Function([x], c, six)
+    mod = mark_typed(IRModule({"main": func}), {x: F32_3, c: six, func: FuncType([F32_3], six)})
+    top = Function(func.params, Call(CONCAT, [c, c]), None)  # as a pass rebuilds it
+    REL_CALLS["n"] = 0
+    typed = infer_type(IRModule({"main": top}))
+    assert REL_CALLS["n"] == 1
+    assert typed["main"].ret_type == TensorType((12,), "float32")
+    assert mod["main"] is func
 
 
 def test_closure_called_through_a_var():

@@ -13,7 +13,9 @@ def InferType(mod: IRModule, ctx: PassContext) -> IRModule:
     Like TVM's, it also gives every function without a ``ret_type`` (nested
     ones included) its inferred return type, in a new module; a module whose
     functions are all annotated comes back as the same object. Every pass
-    that reads ``checked_type`` lists ``"InferType"`` in its ``required``. A
+    that reads ``checked_type`` lists ``"InferType"`` in its ``required``; the
+    nodes a pass left unchanged keep their types without a walk (see "Types
+    kept" in :mod:`irpass.ir.type_infer`). A
     type error is a :class:`irpass.TypeInferenceError` naming the function and
     expression.
     """

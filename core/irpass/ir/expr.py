@@ -9,6 +9,19 @@ use :func:`irpass.structural_equal` to compare programs by value.
 type inference fills. It is derived from the node itself (the type of a node
 is determined by its sub-expressions and annotations), is not part of the
 node's structure, and is never read by structural equality or hashing.
+
+``_bound_by`` is a second cache of the same kind, which type inference keeps so
+that it can take the type of a sub-expression it typed before rather than walk
+it again (see :mod:`irpass.ir.type_infer`). It says, for a pure dataflow
+sub-expression (calls of ops, tuples, projections, constants and vars, nothing
+else), which function's ``params`` tuple binds every var it uses: a constant's
+is ``()`` (it uses none), a param's is its function's ``params``, an op call's
+is its arguments' when they agree (a constant argument agrees with any). It is
+``None`` where that is unknown or false: lets, ifs, functions, calls of
+anything but an op, references to global functions (whose types depend on the
+module), let-bound vars, and any expression over those or over the params of
+two different functions. It is a fact about the node's structure, true
+whenever it is not ``None``, never a guess.
 """
 
 from __future__ import annotations
@@ -26,10 +39,11 @@ _set = object.__setattr__
 class Expr:
     """Base class of expressions; see the subclasses in :mod:`irpass.ir.nodes`."""
 
-    __slots__ = ("_checked_type",)
+    __slots__ = ("_checked_type", "_bound_by")
 
     def __init__(self) -> None:
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
 
     def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError(
@@ -138,5 +152,11 @@ def _builders() -> tuple[Any, Any, Any]:
 
 
 def set_checked_type(expr: Expr, ty: Type) -> None:
-    """Record the inferred type of ``expr`` (used by type inference only)."""
+    """Record the inferred type of ``expr`` (used by type inference only).
+
+    Type inference will check it again: it also forgets ``_bound_by``, which the
+    producer restores with :func:`irpass.ir.type_infer.note_bound_by` when ``ty`` is
+    what inference would give.
+    """
     _set(expr, "_checked_type", ty)
+    _set(expr, "_bound_by", None)

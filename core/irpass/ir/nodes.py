@@ -156,6 +156,7 @@ class Var(Expr):
         if type_annotation is not None and not isinstance(type_annotation, Type):
             raise TypeError(f"Var.type_annotation must be a Type or None, got {type_annotation!r}")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "name_hint", name_hint)
         _set(self, "type_annotation", type_annotation)
 
@@ -168,6 +169,7 @@ class Var(Expr):
         """
         node = _new_node(Var)
         _set_checked_type(node, None)
+        _set_bound_by(node, None)
         _set_var_name_hint(node, name_hint)
         _set_var_type_annotation(node, type_annotation)
         return node
@@ -192,6 +194,7 @@ class GlobalVar(Expr):
         if not isinstance(name_hint, str) or not name_hint:
             raise TypeError(f"GlobalVar.name_hint must be a non-empty string, got {name_hint!r}")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "name_hint", name_hint)
 
     def __repr__(self) -> str:
@@ -240,6 +243,7 @@ class Constant(Expr):
             # a broadcast view is read-only for good, like the plain view
             data = np.broadcast_to(storage, data.shape) if repeated else storage.view()
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", ())  # a constant uses no var: see Expr._bound_by
         _set(self, "data", data)
 
     @classmethod
@@ -270,6 +274,7 @@ class Constant(Expr):
         _own_storage(data)
         node = _new_node(cls)
         _set_checked_type(node, None)
+        _set_bound_by(node, ())  # a constant uses no var: see Expr._bound_by
         _set_constant_data(node, data.view())
         return node
 
@@ -282,6 +287,7 @@ class Constant(Expr):
         parsing a module of small constants (W1)."""
         node = _new_node(cls)
         _set_checked_type(node, None)
+        _set_bound_by(node, ())  # a constant uses no var: see Expr._bound_by
         _set_constant_data(node, data)
         return node
 
@@ -303,6 +309,7 @@ class Tuple(Expr):
 
     def __init__(self, fields: Sequence[Expr]) -> None:
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "fields", _check_exprs(fields, "Tuple.fields"))
 
     def children(self) -> tuple[Expr, ...]:
@@ -329,6 +336,7 @@ class TupleGetItem(Expr):
         if index < 0:
             raise ValueError(f"TupleGetItem.index must be >= 0, got {index}")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "tuple_value", tuple_value)
         _set(self, "index", int(index))
 
@@ -374,6 +382,7 @@ class Call(Expr):
                 raise ValueError("Call.attrs: only calls of an Op take attributes")
             attrs = EMPTY_ATTRS
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "op", op)
         _set(self, "args", args)
         _set(self, "attrs", attrs)
@@ -398,6 +407,7 @@ class Call(Expr):
         """
         node = _new_node(Call)
         _set_checked_type(node, None)
+        _set_bound_by(node, None)
         _set_call_op(node, op)
         _set_call_args(node, args)
         _set_call_attrs(node, attrs)
@@ -407,6 +417,7 @@ class Call(Expr):
 # The slot setters of the unchecked constructors (the member descriptors' own
 # __set__, cheaper than object.__setattr__ which looks the name up first).
 _set_checked_type = Expr._checked_type.__set__  # type: ignore[attr-defined]
+_set_bound_by = Expr._bound_by.__set__  # type: ignore[attr-defined]
 _set_constant_data = Constant.data.__set__  # type: ignore[attr-defined]
 _set_call_op = Call.op.__set__  # type: ignore[attr-defined]
 _set_call_args = Call.args.__set__  # type: ignore[attr-defined]
@@ -428,6 +439,7 @@ class Let(Expr):
         _check_expr(value, "Let.value")
         _check_expr(body, "Let.body")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "var", var)
         _set(self, "value", value)
         _set(self, "body", body)
@@ -444,6 +456,7 @@ class Let(Expr):
         """
         node = _new_node(Let)
         _set_checked_type(node, None)
+        _set_bound_by(node, None)
         _set_let_var(node, var)
         _set_let_value(node, value)
         _set_let_body(node, body)
@@ -467,6 +480,7 @@ class If(Expr):
         _check_expr(true_branch, "If.true_branch")
         _check_expr(false_branch, "If.false_branch")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "cond", cond)
         _set(self, "true_branch", true_branch)
         _set(self, "false_branch", false_branch)
@@ -521,6 +535,7 @@ class Function(Expr):
         elif not isinstance(attrs, Attrs):
             attrs = Attrs(attrs, "Function.attrs")
         _set(self, "_checked_type", None)
+        _set(self, "_bound_by", None)
         _set(self, "params", params)
         _set(self, "body", body)
         _set(self, "ret_type", ret_type)
@@ -541,6 +556,7 @@ class Function(Expr):
         """
         node = _new_node(Function)
         _set_checked_type(node, None)
+        _set_bound_by(node, None)
         _set_function_params(node, params)
         _set_function_body(node, body)
         _set_function_ret_type(node, ret_type)

@@ -89,7 +89,7 @@ class Verifier:
             report = well_formed(mod)
             if not report:
                 raise WellFormedError(str(report))
-            inferrer = _Inferrer(mod)
+            inferrer = _Inferrer(mod, keep=False)
             for _gv, func in mod.items():
                 inferrer.run(func)
         if complete and all(
@@ -106,7 +106,7 @@ class Verifier:
         """Check the changed functions; return whether every function met carries its
         return type (so the module is typed as InferType would leave it)."""
         types = self._types
-        inferrer = _Inferrer(mod)
+        inferrer = _Inferrer(mod, keep=False)
         memo = self._memo
         # the ids in rel_hits stay valid: the checked nodes hold their ops and attrs
         inferrer.rel_hits, inferrer.rel_keep = memo.rel_hits, memo.rel_keep

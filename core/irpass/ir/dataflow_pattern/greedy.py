@@ -45,6 +45,7 @@ from ..gcpause import gc_paused
 from ..module import IRModule
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
+from ..type_infer import note_bound_by
 from ..types import FuncType, TupleType, Type
 from .context import RewriteContext, enter, leave
 from .index import Candidate, RuleIndex, index_for
@@ -247,6 +248,7 @@ class _Walk:
         """``new``, ``old`` rebuilt over rewritten inputs, takes over its type and its
         references (``old``'s own references are ``new``'s now: nothing is dropped)."""
         set_checked_type(new, old._checked_type)
+        note_bound_by(new)
         refs = self.refs
         refs[new] = refs.get(old, 0)
         refs[old] = 0
@@ -419,6 +421,7 @@ class _Walk:
                         raise RewriteTypeError(cb, post, "ill-typed", str(exc)) from exc
                 continue
             set_checked_type(node, ty)
+            note_bound_by(node)
 
     # -- reference counts -----------------------------------------------------------------
     def inc(self, node: Expr) -> None:
