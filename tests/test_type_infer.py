@@ -1370,3 +1370,21 @@ def test_consecutive_calls_of_one_op_differing_in_attrs_or_arg_types():
         "Tensor[(2, 3), float32]",
         "Tensor[(3,), float32]",
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sts.modules(max_nodes=30))
+def test_random_programs_keep_the_types_a_fresh_inference_gives(mod):
+    # Typed once, then inferred again in new modules that share its nodes (as after a
+    # pass that changed nothing, and after one that rebuilt each function's root): the
+    # types shown must be those of an inference over a fresh parse of the program.
+    try:
+        typed = infer_type(mod)
+    except TypeInferenceError:
+        return  # a program the strategy made ill-typed: nothing is kept
+    fresh = infer_type(irpass.parse(mod.astext())).astext()
+    assert infer_type(IRModule(dict(typed.functions))).astext() == fresh
+    rebuilt = IRModule(
+        {gv: Function(f.params, f.body, f.ret_type, f.attrs) for gv, f in typed.items()}
+    )
+    assert infer_type(rebuilt).astext() == fresh
