@@ -29,7 +29,7 @@ from irpass.ir import (
 from irpass.ir.describe import describe
 from irpass.ir.expr import set_checked_type
 from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
-from irpass.ir.type_infer import infer_type_and_free_vars, mark_typed
+from irpass.ir.type_infer import carry_type, infer_type_and_free_vars, mark_typed
 from irpass.testing import strategies as sts
 from irpass.testing.inputs import random_inputs
 
@@ -1388,3 +1388,151 @@ def test_random_programs_keep_the_types_a_fresh_inference_gives(mod):
         {gv: Function(f.params, f.body, f.ret_type, f.attrs) for gv, f in typed.items()}
     )
     assert infer_type(rebuilt).astext() == fresh
+
+
+# -- types carried by rebuilds: a node rebuilt over operands of unchanged types keeps its type
+
+
+def _chain_over_constant(levels=4):
+    """concat(e, c) over ``x``, ``levels`` deep, all with the constant ``c``; typed."""
+    x = var("x", shape=(3,))
+    c = const(np.ones(3, "float32"))
+    e = x
+    for _ in range(levels):
+        e = Call(CONCAT, [e, c])
+    return infer_type(IRModule.from_expr(Function([x], e)))["main"], c
+
+
+class _SwapConstant(irpass.ir.ExprMutator):
+    """Replaces one constant by another (a pass folding a weight does this)."""
+
+    def __init__(self, old, new):
+        super().__init__()
+        self.old, self.new = old, new
+
+    def visit_constant(self, const_):
+        return self.new if const_ is self.old else const_
+
+
+def test_a_mutator_rebuilding_over_a_constant_of_the_same_type_keeps_every_type():
+    func, c = _chain_over_constant()
+    new_c = const(np.full(3, 2.0, "float32"))
+    out = _SwapConstant(c, new_c).visit(func)
+    assert out is not func and out.params is func.params  # the tuple the kept types name
+    assert out.body._checked_type == func.body.checked_type
+    assert new_c._checked_type == F32_3  # typed too: inference will not walk down to it
+    REL_CALLS["n"] = 0
+    typed = infer_type(IRModule({"main": out}))["main"]
+    assert REL_CALLS["n"] == 0
+    fresh = infer_type(irpass.parse(IRModule({"main": out}).astext()))
+    assert IRModule({"main": typed}).astext() == fresh.astext()
+
+
+def test_a_constant_of_another_shape_leaves_the_calls_above_it_to_inference():
+    func, c = _chain_over_constant()
+    out = _SwapConstant(c, const(np.ones(4, "float32"))).visit(func)
+    assert out.body._checked_type is None
+    REL_CALLS["n"] = 0
+    typed = infer_type(IRModule.from_expr(Function(out.params, out.body)))["main"]
+    assert REL_CALLS["n"] == 4
+    assert typed.body.checked_type == TensorType((19,), "float32")
+
+
+def _typed_pair():
+    x = var("x", shape=(3,))
+    old = Call(REPEAT, [neg(x)], {"times": 2})
+    infer_type(IRModule.from_expr(Function([x], old)))
+    return x, old
+
+
+@pytest.mark.parametrize("case", ["other attrs", "other op", "untyped argument", "other type",
+                                  "untyped old", "old typed from outside"])
+def test_carry_type_gives_no_type_where_inference_could_give_another(case):
+    x, old = _typed_pair()
+    arg = neg(x)
+    infer_type(IRModule.from_expr(Function([x], arg)))  # typed, bound by another function
+    if case == "other attrs":
+        new = Call(REPEAT, [old.args[0]], {"times": 2})  # equal attrs, another object
+    elif case == "other op":
+        new = Call._unchecked(NEG, (old.args[0],), old.attrs)
+    elif case == "untyped argument":
+        new = Call._unchecked(REPEAT, (neg(x),), old.attrs)
+    elif case == "other type":
+        y = var("y", shape=(4,))
+        wider = neg(y)
+        infer_type(IRModule.from_expr(Function([y], wider)))
+        new = Call._unchecked(REPEAT, (wider,), old.attrs)
+    elif case == "untyped old":
+        old = Call._unchecked(REPEAT, (neg(x),), old.attrs)
+        new = Call._unchecked(REPEAT, (old.args[0],), old.attrs)
+    else:  # a type written from outside: inference checks it again, so may carry_type not
+        old = infer_type(Call(REPEAT, [const(np.ones(3, "float32"))], {"times": 2}))
+        set_checked_type(old, old.checked_type)
+        new = Call._unchecked(REPEAT, old.args, old.attrs)
+    assert carry_type(old, new) is new
+    assert new._checked_type is None and new._bound_by is None
+
+
+def test_carry_type_joins_the_bounds_of_the_operands():
+    x, old = _typed_pair()
+    arg = neg(x)
+    func = infer_type(IRModule.from_expr(Function([x], add(old.args[0], arg))))["main"]
+    new = carry_type(old, Call._unchecked(REPEAT, (func.body.args[1],), old.attrs))
+    assert new.checked_type == TensorType((6,), "float32")
+    assert new._bound_by is func.params
+    y = var("y", shape=(3,))
+    other = infer_type(IRModule.from_expr(Function([y], neg(y))))["main"].body
+    mixed = Call(CONCAT, [old.args[0], old.args[0]])
+    infer_type(IRModule.from_expr(Function([x], mixed)))
+    # operands bound by two functions' params: no function binds both
+    assert carry_type(mixed, Call._unchecked(CONCAT, (old.args[0], other), mixed.attrs)
+                      )._checked_type is None
+
+
+def test_a_tuple_and_a_projection_rebuilt_keep_their_types():
+    x = var("x", shape=(3,))
+    c = const(np.ones(3, "float32"))
+    tup = Tuple([add(x, c), neg(x)])
+    item = TupleGetItem(tup, 0)
+    func = infer_type(IRModule.from_expr(Function([x], item)))["main"]
+    out = _SwapConstant(c, const(np.zeros(3, "float32"))).visit(func)
+    assert out.body is not item
+    assert out.body._bound_by is func.params and out.body.tuple_value._bound_by is func.params
+    assert out.body.checked_type == F32_3
+    assert out.body.tuple_value.checked_type == TupleType((F32_3, F32_3))
+
+
+def test_cse_output_keeps_the_types_of_what_it_merged():
+    x = var("x", shape=(3,))
+    e = x
+    for _ in range(4):
+        e = Call(CONCAT, [Call(CONCAT, [e, e]), Call(CONCAT, [e, e])])
+    with irpass.transform.PassContext(opt_level=3):
+        out = irpass.transform.Sequential(
+            [irpass.transform.get_pass("EliminateCommonSubexpr")]
+        )(IRModule.from_expr(Function([x], e)))
+    body = out["main"].body
+    assert body.args[0] is body.args[1]  # merged
+    REL_CALLS["n"] = 0
+    again = infer_type(IRModule(dict(out.functions)))
+    assert REL_CALLS["n"] == 0
+    assert again.astext() == infer_type(irpass.parse(out.astext())).astext()
+
+
+@settings(max_examples=60, deadline=None)
+@given(sts.modules(max_nodes=30))
+def test_random_programs_after_rebuilding_passes_keep_the_types_a_fresh_inference_gives(mod):
+    # Passes that rebuild nodes over typed operands (merged, folded, combined ones) carry
+    # the types over: inferring their result must show what inferring its text shows.
+    from irpass.transform import PassContext, Sequential, get_pass
+
+    try:
+        typed = infer_type(mod)
+    except TypeInferenceError:
+        return
+    names = ["EliminateCommonSubexpr", "FoldConstant", "CombineParallelDense", "FoldScaleAxis",
+             "SimplifyExpr"]
+    with PassContext(opt_level=3):
+        out = Sequential([get_pass(n) for n in names])(typed)
+    again = infer_type(IRModule(dict(out.functions)))
+    assert again.astext() == infer_type(irpass.parse(out.astext())).astext()

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from irpass.errors import IRPassError
 from irpass.ir import (
     Call,
     Constant,
@@ -75,8 +76,11 @@ from irpass.ir import (
     TensorType,
     Tuple,
     TupleGetItem,
+    TupleType,
     Var,
 )
+from irpass.ir.expr import set_checked_type
+from irpass.ir.type_infer import carry_type, infer_type, note_bound_by
 from irpass.transform import ConfigOption, function_pass
 from irpass.transform.context import RewriteCounter
 
@@ -350,8 +354,8 @@ class _Combiner:
             if hit is not None:
                 group, i = hit
                 if group.split is None:
-                    group.split = _combine(group, get)
-                memo[node] = TupleGetItem(group.split, i)
+                    group.split = _typed(_combine(group, get))
+                memo[node] = _projection(group.split, i)
                 continue
             if node in absorbed:
                 continue
@@ -370,15 +374,17 @@ def _rebuilt(node: Expr, get: Any) -> Expr:
         args = tuple(get(a, a) for a in node.args)
         if op is node.op and all(a is b for a, b in zip(args, node.args, strict=True)):
             return node
-        return Call._unchecked(op, args, node.attrs)
+        return carry_type(node, Call._unchecked(op, args, node.attrs))
     if t is Tuple:
         fields = tuple(get(f, f) for f in node.fields)
         if all(a is b for a, b in zip(fields, node.fields, strict=True)):
             return node
-        return Tuple(fields)
+        return carry_type(node, Tuple(fields))
     if t is TupleGetItem:
         value = get(node.tuple_value, node.tuple_value)
-        return node if value is node.tuple_value else TupleGetItem(value, node.index)
+        if value is node.tuple_value:
+            return node
+        return carry_type(node, TupleGetItem(value, node.index))
     if t is Let:
         value = get(node.value, node.value)
         body = get(node.body, node.body)
@@ -428,6 +434,25 @@ def _combine(group: _Group, get: Any) -> Expr:
     indices = tuple(int(i) for i in np.cumsum(group.widths[:-1]))
     axis = len(group.calls[0].checked_type.shape) - 1
     return Call(Op.get("split"), [value], {"indices_or_sections": indices, "axis": axis})
+
+
+def _typed(expr: Expr) -> Expr:
+    """``expr`` (new nodes over typed ones: the pass requires InferType) with its types,
+    so that the nodes above the split keep theirs (``carry_type`` in ``_rebuilt``)."""
+    try:
+        return infer_type(expr)
+    except (IRPassError, ValueError, TypeError):
+        return expr  # an untyped program (the pass run on its own): typed later, as before
+
+
+def _projection(split: Expr, i: int) -> TupleGetItem:
+    """Field ``i`` of ``split``, typed when ``split`` is."""
+    item = TupleGetItem(split, i)
+    ty = split._checked_type
+    if isinstance(ty, TupleType):
+        set_checked_type(item, ty.fields[i])
+        note_bound_by(item)
+    return item
 
 
 def _concat(parts: list[Expr], axis: int) -> Expr:

@@ -85,6 +85,7 @@ from irpass.ir import (
 )
 from irpass.ir.attrs import EMPTY_ATTRS
 from irpass.ir.gcpause import gc_paused
+from irpass.ir.type_infer import carry_type
 from irpass.transform import ConfigOption, function_pass
 from irpass.transform.context import RewriteCounter
 
@@ -278,8 +279,12 @@ class _Eliminator:
                     attrs = node.attrs
                     # Rebuilt calls keep the op, its arity and the call's own (valid)
                     # attrs: the unchecked constructor builds them without checking again.
+                    # Merged args are the same computations as the old ones, so a rebuilt
+                    # call takes the type and ``_bound_by`` of the call it stands for: the
+                    # next InferType does not walk it (irpass.ir.type_infer.carry_type).
                     if sub is None or (fskip is not None and fskip(node)):
-                        memo[node] = node if na is a else unchecked_call(op, (na,), attrs)
+                        memo[node] = node if na is a else unchecked_call(
+                            op, (na,), attrs, node._checked_type, node._bound_by)
                         break
                     if attrs is empty_attrs:
                         key = na  # the one merged argument is the key: no tuple to build
@@ -291,13 +296,15 @@ class _Eliminator:
                         if na is a:
                             canon = node
                         else:
-                            canon = unchecked_call(op, (na,), attrs)
+                            canon = unchecked_call(
+                                op, (na,), attrs, node._checked_type, node._bound_by)
                         sub[key] = canon
                         if marks:
                             log.append((sub, key))
                     elif counter is not None and not counter(f"merge {op.name}"):
                         # not merged: the node stays (the first one stays canonical)
-                        canon = node if na is a else unchecked_call(op, (na,), attrs)
+                        canon = node if na is a else unchecked_call(
+                            op, (na,), attrs, node._checked_type, node._bound_by)
                     memo[node] = canon
                     break
                 if nargs == 2:
@@ -340,7 +347,8 @@ class _Eliminator:
                 sub = op_tables[op]
                 attrs = node.attrs
                 if sub is None or (fskip is not None and fskip(node)):
-                    memo[node] = node if same else unchecked_call(op, new_args, attrs)
+                    memo[node] = node if same else unchecked_call(
+                        op, new_args, attrs, node._checked_type, node._bound_by)
                     break
                 if attrs is empty_attrs:
                     key = new_args  # one table per op keyed by the args tuple itself
@@ -352,12 +360,14 @@ class _Eliminator:
                     if same:
                         canon = node
                     else:
-                        canon = unchecked_call(op, new_args, attrs)
+                        canon = unchecked_call(
+                            op, new_args, attrs, node._checked_type, node._bound_by)
                     sub[key] = canon
                     if marks:
                         log.append((sub, key))
                 elif counter is not None and not counter(f"merge {op.name}"):
-                    canon = node if same else unchecked_call(op, new_args, attrs)
+                    canon = node if same else unchecked_call(
+                        op, new_args, attrs, node._checked_type, node._bound_by)
                 memo[node] = canon
                 break
         return memo[root]
@@ -395,15 +405,19 @@ class _Eliminator:
             if new_value is None:
                 push(node)
                 push(value)
-            elif self.fskip is not None and self.fskip(node):
-                memo[node] = node if new_value is value else TupleGetItem(new_value, node.index)
             else:
-                self._merge(
-                    node,
-                    (_GETITEM, new_value, node.index),
-                    lambda: node if new_value is value else TupleGetItem(new_value, node.index),
-                    "merge a tuple projection",
-                )
+                # rebuilt projections and tuples keep their types too: a call carrying its
+                # type over them is not walked, so neither would they be
+                def item() -> Expr:
+                    if new_value is value:
+                        return node
+                    return carry_type(node, TupleGetItem(new_value, node.index))
+
+                if self.fskip is not None and self.fskip(node):
+                    memo[node] = item()
+                else:
+                    self._merge(node, (_GETITEM, new_value, node.index), item,
+                                "merge a tuple projection")
         elif t is Tuple:
             fields = node.fields
             new_fields = tuple(map(memo.get, fields))
@@ -412,15 +426,15 @@ class _Eliminator:
                 for f in fields:
                     if f not in memo:
                         push(f)
-            elif self.fskip is not None and self.fskip(node):
-                memo[node] = node if new_fields == fields else Tuple(new_fields)
             else:
-                self._merge(
-                    node,
-                    (_TUPLE, new_fields),
-                    lambda: node if new_fields == fields else Tuple(new_fields),
-                    "merge a tuple",
-                )
+
+                def tup() -> Expr:
+                    return node if new_fields == fields else carry_type(node, Tuple(new_fields))
+
+                if self.fskip is not None and self.fskip(node):
+                    memo[node] = tup()
+                else:
+                    self._merge(node, (_TUPLE, new_fields), tup, "merge a tuple")
         elif t is Call:
             # a call of a global function, closure or var: not merged (not known pure)
             children = (node.op, *node.args)

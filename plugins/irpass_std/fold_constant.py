@@ -101,6 +101,7 @@ from irpass.ir import (
     infer_type,
 )
 from irpass.ir.gcpause import gc_paused
+from irpass.ir.type_infer import carry_type
 from irpass.ir.types import NUMPY_DTYPES
 from irpass.op.create import shape_value
 from irpass.op.shape_values import as_call, eval_shape_call
@@ -469,8 +470,9 @@ class _Folder:
         if new_op is op and new_args == args:
             return call
         if new_op is op and type(op) is Op:
-            # Same op, same arity, the call's own (valid) attrs: nothing to check.
-            return _unchecked_call(op, new_args, call.attrs)
+            # Same op, same arity, the call's own (valid) attrs: nothing to check. A
+            # folded argument has the type of what it replaces: the call keeps its type.
+            return carry_type(call, _unchecked_call(op, new_args, call.attrs))
         attrs = call.attrs
         return Call(new_op, new_args, attrs if attrs else None)
 
@@ -559,7 +561,7 @@ class _Folder:
         get = self.memo.get
         fields = tup.fields
         new_fields = tuple(map(get, fields, fields))
-        new = tup if new_fields == fields else Tuple(new_fields)
+        new = tup if new_fields == fields else carry_type(tup, Tuple(new_fields))
         const_tuples = self.const_tuples
         keys: list | None = []
         for f in new_fields:
@@ -584,7 +586,7 @@ class _Folder:
                 or all(isinstance(f, _ATOMS) for i, f in enumerate(fields) if i != index)
             ) and (self.counter is None or self.counter(f"project field {index} of a tuple")):
                 return fields[index]  # the other fields have no effect to keep
-        return item if value is item.tuple_value else TupleGetItem(value, index)
+        return item if value is item.tuple_value else carry_type(item, TupleGetItem(value, index))
 
     def _rewrite_if(self, node: If) -> Expr:
         get = self.memo.get

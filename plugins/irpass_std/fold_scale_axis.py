@@ -104,6 +104,7 @@ from irpass.ir import (
     Var,
 )
 from irpass.ir.gcpause import gc_paused
+from irpass.ir.type_infer import carry_type
 from irpass.transform import ConfigOption, Sequential, function_pass
 from irpass.transform.context import RewriteCounter
 
@@ -425,7 +426,8 @@ class _Plan:
         def edit(rebuilt: Call) -> Expr:
             args = list(rebuilt.args)
             args[index] = new if new is not None else apply(args[index], factor, dtype)
-            return Call(rebuilt.op, args, rebuilt.attrs)
+            # a scaled constant has the shape and dtype of the one it replaces
+            return carry_type(call, Call(rebuilt.op, args, rebuilt.attrs))
 
         self.edits[call] = edit
 

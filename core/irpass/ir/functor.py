@@ -41,6 +41,7 @@ from typing import Any
 from .expr import Expr
 from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
 from .op import Op
+from .type_infer import carry_type
 
 __all__ = ["ExprFunctor", "ExprVisitor", "ExprMutator", "post_order_visit"]
 
@@ -438,13 +439,13 @@ class ExprMutator(ExprFunctor):
         # Tuple equality compares items by identity first: no rebuild when unchanged.
         if new_fields == fields:
             return tup
-        return Tuple(new_fields)
+        return carry_type(tup, Tuple(new_fields))
 
     def visit_tuple_getitem(self, item: TupleGetItem) -> Expr:
         value = self.visit(item.tuple_value)
         if value is item.tuple_value:
             return item
-        return TupleGetItem(value, item.index)
+        return carry_type(item, TupleGetItem(value, item.index))
 
     def visit_call(self, call: Call) -> Expr:
         get = self.memo.get
@@ -461,7 +462,9 @@ class ExprMutator(ExprFunctor):
             if type(op) is Op and all(map(isinstance, new_args, _ALWAYS_EXPR)):
                 # Same op and arity and the call's own (already valid) attrs: only the
                 # new args needed checking (an overriding visit_* may return anything).
-                return _unchecked_call(op, new_args, call.attrs)
+                # Args of unchanged types leave the call's type as it was: it is kept,
+                # so the pass's successor does not infer it again.
+                return carry_type(call, _unchecked_call(op, new_args, call.attrs))
         return Call(new_op, new_args, call.attrs)
 
     def visit_let(self, let: Let) -> Expr:
@@ -509,8 +512,12 @@ class ExprMutator(ExprFunctor):
     def visit_function(self, func: Function) -> Expr:
         params = tuple(map(self.visit, func.params))
         body = self.visit(func.body)
-        if params == func.params and body is func.body:
-            return func
+        if params == func.params:
+            if body is func.body:
+                return func
+            # the same tuple: the types kept below it are bound by it (see "Types kept" in
+            # irpass.ir.type_infer), so inference takes them instead of walking the body
+            params = func.params
         return Function(params, body, func.ret_type, func.attrs)
 
 

@@ -395,7 +395,9 @@ class Call(Expr):
         return f"Call({name}, {len(self.args)} args)"
 
     @staticmethod
-    def _unchecked(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
+    def _unchecked(op: Expr, args: tuple[Expr, ...], attrs: Attrs,
+                   checked_type: Type | None = None,
+                   bound_by: tuple[Var, ...] | None = None) -> Call:
         """A call built from parts known to be valid, without checking them.
 
         For trusted rebuilders only (the hot paths of passes): ``op`` must be
@@ -404,10 +406,14 @@ class Call(Expr):
         checked constructor would accept unchanged for ``op`` -- in practice
         the ``attrs`` of an existing call of the same ``op``. The node is
         indistinguishable from ``Call(op, args, attrs)``; about 3x cheaper.
+        ``checked_type`` and ``bound_by`` are for a rebuilder that knows the
+        call's type is that of the call it replaces, whose ``_checked_type``
+        and ``_bound_by`` it passes on (see
+        :func:`irpass.ir.type_infer.carry_type`).
         """
         node = _new_node(Call)
-        _set_checked_type(node, None)
-        _set_bound_by(node, None)
+        _set_checked_type(node, checked_type)
+        _set_bound_by(node, bound_by)
         _set_call_op(node, op)
         _set_call_args(node, args)
         _set_call_attrs(node, attrs)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..expr import Expr, set_checked_type
 from ..module import IRModule
+from ..type_infer import note_bound_by
 from ..types import Type
 
 __all__ = ["RewriteContext", "rewrite_context"]
@@ -82,6 +83,7 @@ class RewriteContext:
         callbacks that know the type anyway and build many nodes.
         """
         set_checked_type(expr, ty)
+        note_bound_by(expr)  # its inputs' vars bind it: the next inference keeps the type
         return expr
 
     def cache(self, key: str, factory: Callable[[], Any]) -> Any:

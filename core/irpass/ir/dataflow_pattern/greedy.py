@@ -237,8 +237,10 @@ class _Walk:
         elif t is Function:
             params = tuple([get(p, p) for p in node.params])
             body = get(node.body, node.body)
-            if params == node.params and body is node.body:
-                return node
+            if params == node.params:
+                if body is node.body:
+                    return node
+                params = node.params  # it binds the types kept below (see carry_type)
             new = Function(params, body, node.ret_type, node.attrs)
         else:
             return node
