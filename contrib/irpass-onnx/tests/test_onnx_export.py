@@ -1145,3 +1145,21 @@ def test_a_dynamic_bool_reduction_runs_on_uint8(op_type, shape, identity):
     assert got.dtype == np.bool_ and np.array_equal(got, expected)
     if identity is not None:
         assert (got == identity).all()
+
+
+@pytest.mark.parametrize("value", [
+    3, -1, True, np.int64(7), 0.5, -0.0, float("inf"), np.float32(1.5), "NCHW", b"raw",
+    [1, 2, 3], (4,), [np.int64(2), 3], [0.5, 1.0], [np.float32(2.5)],
+    [1, 2.5], ["a", "b"], onnx.helper.make_tensor("t", onnx.TensorProto.FLOAT, [1], [2.0]),
+])
+def test_node_protos_are_the_ones_make_node_makes(value):
+    from irpass_onnx.export.builder import add_node_protos
+
+    graph = onnx.GraphProto()
+    records = [["Op", ["a", "b"], ["c"], {"z": value, "a": 1, "skipped": None}],
+               ["Op", [], ["", "d"], {}]]
+    add_node_protos(graph.node, records, {"a": "A", "c": "C"})
+    want = [onnx.helper.make_node("Op", ["A", "b"], ["C"], name="C", z=value, a=1,
+                                  skipped=None),
+            onnx.helper.make_node("Op", [], ["", "d"], name="")]
+    assert [n.SerializeToString() for n in graph.node] == [n.SerializeToString() for n in want]

@@ -43,9 +43,9 @@ from .builder import (
     EMITTERS,
     EmitContext,
     GraphBuilder,
+    add_node_protos,
     elem_type,
     live_nodes,
-    make_node_protos,
     reads,
 )
 from .fusion import fuse
@@ -257,8 +257,9 @@ class _Emission:
                    for n, v in zip(names, sub.outputs, strict=True)]
         value_info = [value_info_of(n, t) for n, t in declared.items()
                       if n in used and n not in names]
-        return helper.make_graph(make_node_protos(nodes, {}), fresh(hint), graph_inputs,
-                                 outputs, value_info=value_info)
+        graph = helper.make_graph([], fresh(hint), graph_inputs, outputs, value_info=value_info)
+        add_node_protos(graph.node, nodes, {})
+        return graph
 
 
 def _empty_value(builder: GraphBuilder, ty: Type) -> str | list[str] | None:
@@ -302,11 +303,11 @@ def _assemble(lowered: Lowered, builder: GraphBuilder, produced: list[str], want
     declared = {rename.get(n, n): t for n, t in builder.value_info.items() if n in used}
     value_info = [value_info_of(n, t) for n, t in declared.items()
                   if n not in graph_inputs and n not in wanted]
-    graph = helper.make_graph(make_node_protos(builder.nodes, rename), graph_name, inputs,
-                              outputs, value_info=value_info)
+    graph = helper.make_graph([], graph_name, inputs, outputs, value_info=value_info)
     opsets = [helper.make_opsetid("", builder.opset)]
     model = helper.make_model(graph, opset_imports=opsets, producer_name=PRODUCER,
                               ir_version=helper.find_min_ir_version_for(opsets))
+    add_node_protos(model.graph.node, builder.nodes, rename)  # in place: no copy
     check_types(model, tensors, builder.opset)
     return Exported(model, tensors)
 
