@@ -360,7 +360,11 @@ class ExprMutator(ExprFunctor):
     Results are memoized by node identity (``self.memo``), so a shared
     sub-expression is rewritten once and stays shared. The default methods do
     a functional update: a node whose children all come back unchanged is
-    returned as is, so an identity mutator returns its input object.
+    returned as is, so an identity mutator returns its input object. A call,
+    tuple or projection rebuilt over children of the types the old ones had
+    keeps the old node's type (:func:`~irpass.ir.type_infer.carry_type`), and a
+    function over the same params keeps its params tuple, so the next InferType
+    walks only what the mutator really changed.
     """
 
     memo: dict[Expr, Expr]
