@@ -29,7 +29,7 @@ from irpass.ir import (
 from irpass.ir.describe import describe
 from irpass.ir.expr import set_checked_type
 from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
-from irpass.ir.type_infer import carry_type, infer_type_and_free_vars, mark_typed
+from irpass.ir.type_infer import carry_type, infer_type_and_free_vars, mark_typed, type_built
 from irpass.testing import strategies as sts
 from irpass.testing.inputs import random_inputs
 
@@ -1536,3 +1536,61 @@ def test_random_programs_after_rebuilding_passes_keep_the_types_a_fresh_inferenc
         out = Sequential([get_pass(n) for n in names])(typed)
     again = infer_type(IRModule(dict(out.functions)))
     assert again.astext() == infer_type(irpass.parse(out.astext())).astext()
+
+
+def test_type_built_types_only_the_new_nodes_from_their_operands():
+    func = _typed_function(3)
+    (x,) = func.params
+    new = Tuple([Call(CONCAT, [func.body, func.body]), TupleGetItem(Tuple([x]), 0)])
+    REL_CALLS["n"] = 0
+    type_built(new)
+    assert REL_CALLS["n"] == 1  # the new concat alone: the typed body is not walked
+    assert new.checked_type == TupleType((TensorType((48,), "float32"), F32_3))
+    assert new._bound_by is func.params  # kept by the next inference of the function
+    again = infer_type(IRModule.from_expr(Function(func.params, new)))["main"]
+    assert again.body is new and REL_CALLS["n"] == 1
+
+
+@pytest.mark.parametrize("case", ["untyped var", "failing relation"])
+def test_type_built_leaves_to_inference_what_it_cannot_type(case):
+    x = var("x", shape=(3,))
+    inner = Call(ADD, [x, const(np.ones(4, "float32"))]) if case == "failing relation" \
+        else Call(NEG, [Var("free")])
+    top = Call(NEG, [inner])
+    type_built(top)
+    assert inner._checked_type is None and top._checked_type is None
+
+
+def test_a_rule_set_pass_keeps_the_types_above_its_replacements():
+    from irpass.ir.dataflow_pattern import DFPatternCallback, is_op, wildcard
+    from irpass.transform import PassContext, Rule, RuleSet, Sequential
+
+    class Swap(DFPatternCallback):
+        """concat(a, b) -> concat(b, a) where both are the param (same type)."""
+
+        def __init__(self):
+            super().__init__()
+            self.pattern = is_op("test_ti.concat")(wildcard(), wildcard())
+
+        def callback(self, pre, post, node_map):
+            a, b = post.args
+            if type(a) is not Var or a is not b:
+                return post
+            return Call(CONCAT, [b, Call(NEG, [a])])
+
+    x = var("x", shape=(3,))
+    body = Call(CONCAT, [x, x])
+    for _ in range(6):
+        body = Call(CONCAT, [body, body])  # a new type at each level: a relation run each
+    rules = RuleSet("swaps", [Rule("swap", Swap())]).as_pass(name="Swaps")
+    REL_CALLS["n"] = 0
+    with PassContext(opt_level=3):
+        out = Sequential([rules])(IRModule.from_expr(Function([x], body)))
+    # 7 for the InferType the pass requires, 1 for the replacement; the six calls above it
+    # kept their types, so the typing after the rewrite ran no relation
+    assert REL_CALLS["n"] == 8
+    REL_CALLS["n"] = 0
+    again = infer_type(IRModule(dict(out.functions)))
+    assert REL_CALLS["n"] == 0
+    assert again.astext() == infer_type(irpass.parse(out.astext())).astext()
+    assert "test_ti.neg" in out.astext()

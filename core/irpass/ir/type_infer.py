@@ -124,8 +124,9 @@ over operands of the types the old ones had has the old node's type, the
 relations being functions of the operand types and the attrs alone; so the
 rebuilding pass hands it on with :func:`carry_type`, which checks exactly that.
 The default rebuilds of :class:`~irpass.ir.ExprMutator` (calls, tuples,
-projections) and of the greedy rewriter carry types, and so do the standard
-passes that rebuild by hand: EliminateCommonSubexpr (a merged operand is the
+projections) and of both pattern rewriters carry types (a rule-set pass types
+the nodes a rule built from the types below them, :func:`type_built`, so the
+nodes above keep theirs), and so do the standard passes that rebuild by hand: EliminateCommonSubexpr (a merged operand is the
 same computation as the old one), FoldConstant (a folded operand has the
 type of what it replaces), FoldScaleAxis (a scaled weight keeps its shape)
 and CombineParallelDense (the split's fields have the types of the calls
@@ -153,6 +154,7 @@ from .types import FuncType, TensorType, TupleType, Type, substitute_sizes
 
 __all__ = [
     "carry_type",
+    "type_built",
     "infer_type",
     "infer_type_and_free_vars",
     "mark_typed",
@@ -334,6 +336,67 @@ def carry_type(old: _E, new: _E) -> _E:
     _set_checked_type(new, ty)
     _set_bound_by(new, joined)
     return new
+
+
+def type_built(root: Expr) -> None:
+    """Type ``root`` and the untyped nodes below it from the types their operands carry.
+
+    For producers that build a few nodes over a typed program (a rewrite rule's
+    replacement): walking down from ``root`` only through nodes without a type, each op
+    call, tuple, projection and constant met gets, children first, the type its
+    relation gives over its operands' types, and its ``_bound_by`` (so the next
+    inference keeps it). It stops, leaving the nodes above untyped for inference to
+    type and to report on, at anything else (a var, a let, a call of a function) and
+    at a relation that fails. The typed program's own nodes are not walked.
+    """
+    order: list[Expr] = []
+    seen: set[Expr] = set()
+    stack: list[Expr | None] = [root]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            order.append(stack.pop())  # type: ignore[arg-type]
+            continue
+        if node._checked_type is not None or node in seen:
+            continue
+        seen.add(node)
+        stack.append(node)
+        stack.append(None)
+        t = type(node)
+        if t is Call:
+            stack.extend(node.args)
+        elif t is Tuple:
+            stack.extend(node.fields)
+        elif t is TupleGetItem:
+            stack.append(node.tuple_value)
+    for node in order:
+        t = type(node)
+        try:
+            if t is Call and type(node.op) is Op:
+                arg_types = tuple([a._checked_type for a in node.args])
+                if None in arg_types:
+                    return
+                ty = node.op.type_rel(arg_types, node.attrs)
+            elif t is Tuple:
+                fields = tuple([f._checked_type for f in node.fields])
+                if None in fields:
+                    return
+                ty = TupleType(fields)
+            elif t is TupleGetItem:
+                ty = node.tuple_value._checked_type
+                if type(ty) is not TupleType or node.index >= len(ty.fields):
+                    return
+                ty = ty.fields[node.index]
+            elif t is Constant:
+                ty = TensorType(node.data.shape, node.data.dtype.name)
+            else:
+                return
+        except Exception:  # noqa: BLE001 - inference runs the relation again and reports
+            return
+        if not isinstance(ty, Type):
+            return
+        _set_checked_type(node, ty)
+        note_bound_by(node)
 
 
 def _constant_has_type(const: Constant, ty: Type | None) -> bool:

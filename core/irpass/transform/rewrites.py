@@ -52,6 +52,7 @@ from ..ir.dataflow_pattern.index import RuleIndex
 from ..ir.expr import Expr, set_checked_type
 from ..ir.nodes import Function
 from ..ir.structural import structural_equal
+from ..ir.type_infer import type_built
 from .context import REWRITES_DISABLE, REWRITES_MAX_ROUNDS, PassContext
 from .lazy_rules import LazyRuleSet, RuleSetEntry
 
@@ -315,12 +316,16 @@ class _Counted(DFPatternCallback):
             return post
         run = _RUN.get()
         if self.checks and pre._checked_type is not None:
+            if out._checked_type is None:
+                # The nodes the rule built, typed from the program's types below them
+                # (not a walk of the program: a chain would make that quadratic), so the
+                # round's rebuild keeps the types above them (carry_type) and the next
+                # typing walks nothing. Where that cannot type it, the next round's
+                # typing (or the final one) does, and apply_rules compares then.
+                type_built(out)
             if out._checked_type is not None:
                 _compare(self.full, self.owner, pre, out, out._checked_type)
             else:
-                # Built in this round: typing it here would walk everything below it
-                # (quadratic on a chain); the next round's typing (or the final one) types
-                # it, and apply_rules compares then.
                 run.deferred.append((self.full, self.owner, pre, out))
         run.hits[self.full] += 1
         return out

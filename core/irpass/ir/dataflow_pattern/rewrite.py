@@ -32,6 +32,7 @@ from ..gcpause import gc_paused
 from ..module import IRModule
 from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
 from ..op import Op
+from ..type_infer import carry_type
 from .context import RewriteContext, enter, leave
 from .index import RuleIndex, index_for
 from .matcher import Graph, Matcher, inputs_of, type_of
@@ -279,7 +280,8 @@ def _rebuild(graph: Graph, groups: dict[Expr, _Group],
             op = node.op
             if type(op) is Op:
                 if new_args != args:
-                    post = _unchecked_call(op, new_args, node.attrs)
+                    # over replacements of the same types (see type_built), the type holds
+                    post = carry_type(node, _unchecked_call(op, new_args, node.attrs))
             else:
                 new_op = get(op, op)
                 if new_op is not op or new_args != args:
@@ -288,11 +290,11 @@ def _rebuild(graph: Graph, groups: dict[Expr, _Group],
             fields = node.fields
             new_fields = tuple([get(f, f) for f in fields])
             if new_fields != fields:
-                post = Tuple(new_fields)
+                post = carry_type(node, Tuple(new_fields))
         elif t is TupleGetItem:
             value = get(node.tuple_value, node.tuple_value)
             if value is not node.tuple_value:
-                post = TupleGetItem(value, node.index)
+                post = carry_type(node, TupleGetItem(value, node.index))
         elif t is If:
             parts = (node.cond, node.true_branch, node.false_branch)
             new_parts = tuple([get(x, x) for x in parts])
@@ -306,7 +308,9 @@ def _rebuild(graph: Graph, groups: dict[Expr, _Group],
         elif t is Function:
             params = tuple([get(p, p) for p in node.params])
             body = get(node.body, node.body)
-            if params != node.params or body is not node.body:
+            if params == node.params:
+                params = node.params  # it binds the types kept below (see carry_type)
+            if params is not node.params or body is not node.body:
                 post = Function(params, body, node.ret_type, node.attrs)
         group = groups.get(node)
         if group is not None:
