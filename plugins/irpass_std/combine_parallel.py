@@ -62,7 +62,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from irpass.errors import IRPassError
 from irpass.ir import (
     Call,
     Constant,
@@ -76,11 +75,9 @@ from irpass.ir import (
     TensorType,
     Tuple,
     TupleGetItem,
-    TupleType,
     Var,
 )
-from irpass.ir.expr import set_checked_type
-from irpass.ir.type_infer import carry_type, infer_type, note_bound_by
+from irpass.ir.type_infer import carry_type, type_built
 from irpass.transform import ConfigOption, function_pass
 from irpass.transform.context import RewriteCounter
 
@@ -355,7 +352,7 @@ class _Combiner:
                 group, i = hit
                 if group.split is None:
                     group.split = _typed(_combine(group, get))
-                memo[node] = _projection(group.split, i)
+                memo[node] = _typed(TupleGetItem(group.split, i))
                 continue
             if node in absorbed:
                 continue
@@ -437,22 +434,11 @@ def _combine(group: _Group, get: Any) -> Expr:
 
 
 def _typed(expr: Expr) -> Expr:
-    """``expr`` (new nodes over typed ones: the pass requires InferType) with its types,
-    so that the nodes above the split keep theirs (``carry_type`` in ``_rebuilt``)."""
-    try:
-        return infer_type(expr)
-    except (IRPassError, ValueError, TypeError):
-        return expr  # an untyped program (the pass run on its own): typed later, as before
-
-
-def _projection(split: Expr, i: int) -> TupleGetItem:
-    """Field ``i`` of ``split``, typed when ``split`` is."""
-    item = TupleGetItem(split, i)
-    ty = split._checked_type
-    if isinstance(ty, TupleType):
-        set_checked_type(item, ty.fields[i])
-        note_bound_by(item)
-    return item
+    """``expr``, new nodes over typed ones (the pass requires InferType), with their types
+    (``type_built``), so that the nodes above the split keep theirs (``carry_type`` in
+    ``_rebuilt``); in an untyped program it stays untyped, for inference to type."""
+    type_built(expr)
+    return expr
 
 
 def _concat(parts: list[Expr], axis: int) -> Expr:
