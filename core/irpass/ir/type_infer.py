@@ -126,7 +126,8 @@ rebuilding pass hands it on with :func:`carry_type`, which checks exactly that.
 The default rebuilds of :class:`~irpass.ir.ExprMutator` (calls, tuples,
 projections) and of both pattern rewriters carry types (a rule-set pass types
 the nodes a rule built from the types below them, :func:`type_built`, so the
-nodes above keep theirs), and so do the standard passes that rebuild by hand: EliminateCommonSubexpr (a merged operand is the
+nodes above keep theirs), and so do the standard passes that rebuild by hand:
+EliminateCommonSubexpr (a merged operand is the
 same computation as the old one), FoldConstant (a folded operand has the
 type of what it replaces), FoldScaleAxis (a scaled weight keeps its shape)
 and CombineParallelDense (the split's fields have the types of the calls
@@ -140,7 +141,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import TypeInferenceError
 from .attrs import EMPTY_ATTRS, Attrs
@@ -299,8 +300,10 @@ def carry_type(old: _E, new: _E) -> _E:
     Otherwise ``new`` is left as it is, to be inferred. Returns ``new``.
     """
     ty = old._checked_type
+    if ty is None or old._bound_by is None or new._checked_type is not None:
+        return new
     t = type(new)
-    if ty is None or old._bound_by is None or new._checked_type is not None or type(old) is not t:
+    if type(old) is not t:
         return new
     if t is Call:
         if new.op is not old.op or new.attrs is not old.attrs:
@@ -320,19 +323,21 @@ def carry_type(old: _E, new: _E) -> _E:
     for o, n in zip(before, after, strict=True):
         if n is not o:
             nt = n._checked_type
-            ot = o._checked_type
             if nt is None:
-                if type(n) is not Constant or not _constant_has_type(n, ot):
+                if type(n) is not Constant or not _constant_has_type(n, o._checked_type):
                     return new
-                untyped = (untyped or []) + [(n, ot)]
-            elif nt is not ot and nt != ot:
+                if untyped is None:
+                    untyped = []
+                untyped.append((n, o._checked_type))
+            elif nt is not o._checked_type and nt != o._checked_type:
                 return new
     joined = _join_bound(after)
     if joined is None:
         return new
     # inference does not walk below ``new`` now: what is below must carry its type
-    for const, const_type in untyped or ():
-        _set_checked_type(const, const_type)
+    if untyped is not None:
+        for const, const_type in untyped:
+            _set_checked_type(const, const_type)
     _set_checked_type(new, ty)
     _set_bound_by(new, joined)
     return new
@@ -401,8 +406,20 @@ def type_built(root: Expr) -> None:
 
 def _constant_has_type(const: Constant, ty: Type | None) -> bool:
     data = const.data
-    return (type(ty) is TensorType and ty.dtype == data.dtype.name
-            and ty.shape == data.shape)
+    # (the dtype's name through a dict: numpy computes ``dtype.name`` in Python)
+    return (type(ty) is TensorType and ty.shape == data.shape
+            and ty.dtype == _DTYPE_NAMES[data.dtype])
+
+
+class _DtypeNames(dict):  # type: ignore[type-arg]
+    """numpy dtype -> its name, filled on first use."""
+
+    def __missing__(self, dtype: Any) -> str:
+        name = self[dtype] = dtype.name
+        return name
+
+
+_DTYPE_NAMES = _DtypeNames()
 
 
 def infer_type_and_free_vars(expr: Expr, mod: IRModule | None = None) -> tuple[Expr, list[Var]]:
