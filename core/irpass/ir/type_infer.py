@@ -141,7 +141,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..errors import TypeInferenceError
 from .attrs import EMPTY_ATTRS, Attrs
@@ -149,7 +149,18 @@ from .describe import describe
 from .dims import Dim, SizeVar, free_vars, prove_ne, substitute
 from .expr import Expr
 from .module import IRModule
-from .nodes import Call, Constant, Function, GlobalVar, If, Let, Tuple, TupleGetItem, Var
+from .nodes import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Tuple,
+    TupleGetItem,
+    Var,
+    _dtype_name,
+)
 from .op import Op
 from .types import FuncType, TensorType, TupleType, Type, substitute_sizes
 
@@ -393,7 +404,7 @@ def type_built(root: Expr) -> None:
                     return
                 ty = ty.fields[node.index]
             elif t is Constant:
-                ty = TensorType(node.data.shape, node.data.dtype.name)
+                ty = node.type
             else:
                 return
         except Exception:  # noqa: BLE001 - inference runs the relation again and reports
@@ -406,20 +417,8 @@ def type_built(root: Expr) -> None:
 
 def _constant_has_type(const: Constant, ty: Type | None) -> bool:
     data = const.data
-    # (the dtype's name through a dict: numpy computes ``dtype.name`` in Python)
     return (type(ty) is TensorType and ty.shape == data.shape
-            and ty.dtype == _DTYPE_NAMES[data.dtype])
-
-
-class _DtypeNames(dict):  # type: ignore[type-arg]
-    """numpy dtype -> its name, filled on first use."""
-
-    def __missing__(self, dtype: Any) -> str:
-        name = self[dtype] = dtype.name
-        return name
-
-
-_DTYPE_NAMES = _DtypeNames()
+            and ty.dtype == _dtype_name(data.dtype))
 
 
 def infer_type_and_free_vars(expr: Expr, mod: IRModule | None = None) -> tuple[Expr, list[Var]]:
