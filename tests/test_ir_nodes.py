@@ -20,6 +20,7 @@ from irpass.ir import (
     TupleType,
     Var,
     const,
+    nodes,
     var,
 )
 from irpass.ir.op import AttrField, OpPattern, attr_int, attr_ints, register_op
@@ -400,6 +401,27 @@ def test_constant_shares_a_read_only_view_of_bytes_and_copies_anything_else():
     c = Constant(strided)
     assert c.data.flags.c_contiguous and not np.shares_memory(c.data, strided)
     np.testing.assert_array_equal(c.data, [0.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    "shape, axes",
+    [((600, 700), (1, 0)), ((3, 300, 450), (0, 2, 1)), ((2, 2, 260, 300), (0, 1, 3, 2))],
+)
+@pytest.mark.parametrize("dtype", ["<f4", ">f4", "<f2", "<i8", "bool", "<u2"])
+def test_constant_copies_a_big_transposed_view_exactly(shape, axes, dtype):
+    # views big enough for the blocked copy of nodes._c_copy (last axis not a multiple
+    # of the block width: the last block is partial)
+    rng = np.random.default_rng(7)
+    a = (rng.integers(0, 1000, size=shape) if dtype != "bool" else rng.random(shape) > 0.5)
+    a = a.astype(dtype)
+    view = a.transpose(axes)
+    assert view.strides[-2] == view.itemsize and view.shape[-1] % nodes._BLOCK
+    assert view.nbytes >= nodes._BLOCKED_MIN_BYTES
+    c = Constant(view)
+    assert c.data.flags.c_contiguous and c.data.dtype.isnative
+    assert c.data.dtype == view.dtype.newbyteorder("=")
+    np.testing.assert_array_equal(c.data, view)
+    assert not np.shares_memory(c.data, a)
 
 
 @pytest.mark.parametrize(

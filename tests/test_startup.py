@@ -319,7 +319,7 @@ def test_std_options_are_the_pass_modules_options():
         if info.name != "options":
             module = importlib.import_module(f"irpass_std.{info.name}")
             declared += getattr(module, "CONFIG_OPTIONS", [])
-    assert len(declared) == 7
+    assert len(declared) == 8
     assert sorted(declared, key=lambda o: o.key) == sorted(
         options.CONFIG_OPTIONS, key=lambda o: o.key
     )

@@ -36,6 +36,7 @@ from irpass.ir import (
 from irpass.testing import check_semantics, models
 from irpass.testing import strategies as sts
 from irpass.transform import PassContext, Sequential, get_pass, list_config_options, list_passes
+from irpass_std import fold_constant
 
 MAX = "std.FoldConstant.max_elements"
 DOC = Path(__file__).resolve().parents[1] / "plugins" / "irpass_std" / "docs" / "FoldConstant.md"
@@ -483,6 +484,62 @@ def test_shape_of_respects_max_elements():
     check(Function([x], op.shape_of(x)), Function([x], const(np.array([2, 3, 4], "int32"))))
 
 
+# -- shared weights are not copied ---------------------------------------------------------------
+
+COPY = "std.FoldConstant.copy_shared_weights"
+BIG_ROWS = 1024  # a (1024, 256) float32 weight: exactly 1 MiB
+
+
+def test_the_transpose_of_a_tied_embedding_is_not_folded():
+    # GPT-2's shape: the embedding table is read by take (the lookup) and, transposed, by
+    # the output projection; folding the transpose would keep both copies.
+    ids = var("ids", shape=(3,), dtype="int64")
+    x = var("x", shape=(2, 256))
+    w = c(BIG_ROWS, 256)
+    assert w.data.nbytes == fold_constant.SHARED_WEIGHT_BYTES
+    before = Function(
+        [ids, x], Tuple([op.take(w, ids, axis=0), op.matmul(x, op.transpose(w, axes=[1, 0]))])
+    )
+    check_unchanged(before)
+    out = check_semantics(
+        irpass.transform.FoldConstant(), IRModule.from_expr(before), config={COPY: True}
+    )["main"]
+    assert sorted(op_names(out)) == ["matmul", "take"]
+    folded = out.body.fields[1].args[1]
+    assert type(folded) is Constant and np.array_equal(folded.data, arr(BIG_ROWS, 256).T)
+
+
+def test_a_weight_with_one_user_is_folded_into_its_copy():
+    x = var("x", shape=(2, 256))
+    before = Function([x], op.matmul(x, op.transpose(c(BIG_ROWS, 256), axes=[1, 0])))
+    check(before, Function([x], op.matmul(x, const(np.ascontiguousarray(arr(BIG_ROWS, 256).T)))))
+
+
+def test_small_shared_constants_and_small_results_still_fold():
+    x = var("x", shape=(2, 256))
+    ids = var("ids", shape=(3,), dtype="int64")
+    small = c(BIG_ROWS - 1, 256)  # one row under 1 MiB
+    before = Function(
+        [ids, x],
+        Tuple([op.take(small, ids, axis=0), op.matmul(x, op.transpose(small, axes=[1, 0]))]),
+    )
+    assert op_names(fold(before)) == ["take", "matmul"]
+    # a result under 1 MiB (a slice of a shared weight) is no copy of it
+    w = c(BIG_ROWS, 256)
+    row = op.strided_slice(w, begin=[0], end=[1], axes=[0])
+    before = Function([ids, x], Tuple([op.take(w, ids, axis=0), op.add(x, row)]))
+    out = fold(before)
+    assert op_names(out) == ["take", "add"]
+    assert np.array_equal(out.body.fields[1].args[1].data, arr(BIG_ROWS, 256)[:1])
+
+
+def test_copy_shared_weights_is_a_registered_bool_option():
+    option = list_config_options()[COPY]
+    assert option.value_type is bool and option.default is False
+    with pytest.raises(TypeError, match="copy_shared_weights"):
+        PassContext(config={COPY: 1})
+
+
 # -- failures are warnings, the call stays -----------------------------------------------------
 
 
@@ -709,7 +766,7 @@ def test_doc_example_runs():
     text = DOC.read_text()
     assert text.startswith("### FoldConstant")
     assert "*function pass, opt level 2; requires nothing; config: " in text
-    assert "config: std.FoldConstant.max_elements*" in text
+    assert f"config: {MAX}, {COPY}*" in text
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks
     for block in blocks:

@@ -65,6 +65,18 @@ result type is computed with the op's type relation *before* the kernel runs,
 so a large constant is never even computed; the same type is what the folded
 value must match exactly (shape and dtype).
 
+**Shared weights are not copied** (unlike TVM, which folds everything). A call
+is left alone when its result would take at least :data:`SHARED_WEIGHT_BYTES`
+and one of its constant operands is a *shared weight*: a constant of at least
+that size that another node of the function uses too (counted on the function
+as given; a let-bound constant counts as one use). Folding it would keep the
+weight for its other users and add a second, rearranged copy: the transpose of
+a tied embedding (GPT-2's and Whisper's output projection reads the token
+embedding through a ``transpose``) would grow a 500 MB model by 150 MB, the
+complaint users make of onnxsim, which folds it. A weight with one user is
+folded as before (the copy replaces it). The config option
+``std.FoldConstant.copy_shared_weights = True`` folds those calls too.
+
 A kernel that raises (or returns a value that does not match the op's type
 relation), and a call whose type relation refuses its arguments, is left
 unfolded with a warning on ``ctx.diag`` naming the op and the call: the call
@@ -99,6 +111,7 @@ from irpass.ir import (
     Var,
     describe,
     infer_type,
+    post_order_visit,
 )
 from irpass.ir.gcpause import gc_paused
 from irpass.ir.type_infer import carry_type
@@ -108,10 +121,26 @@ from irpass.op.shape_values import as_call, eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
 from irpass.transform.context import RewriteCounter
 
-__all__ = ["CONFIG_OPTIONS", "MAX_ELEMENTS", "NEVER_FOLD", "FoldConstant", "fold_constant"]
+__all__ = [
+    "CONFIG_OPTIONS",
+    "COPY_SHARED_WEIGHTS",
+    "MAX_ELEMENTS",
+    "NEVER_FOLD",
+    "SHARED_WEIGHT_BYTES",
+    "FoldConstant",
+    "fold_constant",
+]
 
 #: The config key bounding the number of elements of a folded constant.
 MAX_ELEMENTS = "std.FoldConstant.max_elements"
+
+#: The config key that lets FoldConstant copy shared weights (see the module docstring).
+COPY_SHARED_WEIGHTS = "std.FoldConstant.copy_shared_weights"
+
+#: The size (bytes) from which a constant that several nodes use is a shared weight, and
+#: from which a folded result would count as a copy of it: well above the scalars, shapes
+#: and per-channel vectors that folding is for, well below any real weight matrix.
+SHARED_WEIGHT_BYTES = 1 << 20
 
 CONFIG_OPTIONS: list[ConfigOption] = [
     ConfigOption(
@@ -120,6 +149,14 @@ CONFIG_OPTIONS: list[ConfigOption] = [
         None,
         "FoldConstant leaves alone a call whose folded result would have more elements "
         "than this (unset: no limit)",
+    ),
+    ConfigOption(
+        COPY_SHARED_WEIGHTS,
+        bool,
+        False,
+        "FoldConstant also folds a call that would copy a shared weight (a constant of at "
+        "least 1 MiB that other nodes use too, such as a tied embedding) into a new constant "
+        "of at least 1 MiB; by default it leaves the call, so the program holds one copy",
     ),
 ]
 
@@ -141,15 +178,21 @@ Report = Callable[[str, Expr], None]
 def FoldConstant(func: Function, mod: IRModule, ctx: PassContext) -> Function:  # noqa: N802
     """Fold the constant subexpressions of ``func`` (see the module docstring).
 
-    Reads ``std.FoldConstant.max_elements`` from the context; a negative value
-    is a ``ValueError`` naming the option. Problems with single calls are
-    reported as warnings on ``ctx.diag`` and the calls left unfolded.
+    Reads ``std.FoldConstant.max_elements`` (a negative value is a ``ValueError``
+    naming the option) and ``std.FoldConstant.copy_shared_weights`` from the context.
+    Problems with single calls are reported as warnings on ``ctx.diag`` and the calls
+    left unfolded.
     """
     limit = ctx.config.get(MAX_ELEMENTS)
     if limit is not None and limit < 0:
         raise ValueError(f"config option {MAX_ELEMENTS!r} must be >= 0 (or unset), got {limit}")
     return fold_constant(
-        func, mod, max_elements=limit, report=ctx.diag.warning, counter=ctx.rewrite_counter()
+        func,
+        mod,
+        max_elements=limit,
+        report=ctx.diag.warning,
+        counter=ctx.rewrite_counter(),
+        copy_shared_weights=bool(ctx.config.get(COPY_SHARED_WEIGHTS, False)),
     )
 
 
@@ -160,11 +203,14 @@ def fold_constant(
     max_elements: int | None = None,
     report: Report | None = None,
     counter: RewriteCounter | None = None,
+    copy_shared_weights: bool = False,
 ) -> Function:
     """``func`` with its constant subexpressions folded; ``func`` itself if none were.
 
     ``mod`` is the module ``func`` belongs to (used to infer types for
     ``shape_of``); ``max_elements`` bounds the size of a folded constant;
+    ``copy_shared_weights`` folds calls that copy a shared weight too (see the module
+    docstring);
     ``report(message, expr)`` receives a message for each call left unfolded
     because its kernel or type relation failed; ``counter(site)``, if given, is
     asked before each rewrite (a fold, a substitution, a projection, a branch
@@ -176,7 +222,9 @@ def fold_constant(
     # No name holds a _Folder: its memo dies inside the pause (see gc_paused).
     with np.errstate(all="ignore"), gc_paused():
         try:
-            out = _Folder(func, mod, max_elements, warnings, False, counter).visit(func)
+            out = _Folder(
+                func, mod, max_elements, warnings, False, counter, copy_shared_weights
+            ).visit(func)
         except _Retyped as retyped:
             # Type inference returned a copy: start again on the typed copy,
             # so the types read for shape_of belong to the nodes visited.
@@ -184,7 +232,9 @@ def fold_constant(
             warnings.clear()
             if counter is not None:
                 counter.rewind()
-            out = _Folder(typed, mod, max_elements, warnings, True, counter).visit(typed)
+            out = _Folder(
+                typed, mod, max_elements, warnings, True, counter, copy_shared_weights
+            ).visit(typed)
             if out is typed:
                 out = func  # nothing folded: keep the input's identity
     if report is not None:
@@ -279,10 +329,14 @@ class _Folder:
         warnings: list[tuple[str, Expr]],
         typed: bool,
         counter: RewriteCounter | None = None,
+        copy_shared_weights: bool = False,
     ) -> None:
         self.root = root
         self.mod = mod
         self.max_elements = max_elements
+        self.copy_shared_weights = copy_shared_weights
+        # The shared weights of ``root`` (see the module docstring), found on first need.
+        self.shared: set[Constant] | None = None
         self.warnings = warnings
         # Asked before each rewrite (None: no debug counter on the pass).
         self.counter = counter
@@ -514,6 +568,13 @@ class _Folder:
             return None  # a symbolic result: its value depends on sizes known at run time
         if self.max_elements is not None and elements > self.max_elements:
             return None
+        if (
+            not self.copy_shared_weights
+            and np_dtype is not None
+            and elements * np_dtype.itemsize >= SHARED_WEIGHT_BYTES
+            and self._copies_shared_weight(args)
+        ):
+            return None
         try:
             out = op.kernel(tuple(values), attrs)
         except Exception as exc:
@@ -537,6 +598,15 @@ class _Folder:
         elif type(folded) is Tuple:
             self._register_tuple(folded)  # a constant tuple: its users may fold too
         return folded
+
+    def _copies_shared_weight(self, args: tuple[Expr, ...]) -> bool:
+        """Whether one of ``args`` is a shared weight of the function being folded."""
+        big = [a for a in args if type(a) is Constant and a.data.nbytes >= SHARED_WEIGHT_BYTES]
+        if not big:
+            return False
+        if self.shared is None:
+            self.shared = _shared_weights(self.root)
+        return any(a in self.shared for a in big)
 
     def _signature(
         self, call: Call, op: Op, args: tuple[Expr, ...]
@@ -748,6 +818,20 @@ def _static(ty: Type) -> bool:
     if isinstance(ty, TupleType):
         return all(_static(f) for f in ty.fields)
     return True
+
+
+def _shared_weights(root: Expr) -> set[Constant]:
+    """The constants of at least :data:`SHARED_WEIGHT_BYTES` that two or more nodes under
+    ``root`` use (a node using one twice counts once)."""
+    users: dict[Constant, int] = {}
+
+    def count(node: Expr) -> None:
+        for child in {c for c in node.children() if type(c) is Constant}:
+            if child.data.nbytes >= SHARED_WEIGHT_BYTES:
+                users[child] = users.get(child, 0) + 1
+
+    post_order_visit(root, count)
+    return {c for c, n in users.items() if n > 1}
 
 
 def _const_type(expr: Expr) -> Type:

@@ -1010,7 +1010,7 @@ class MatmulToDense(_FusionRule):
         if out_t is None or len(out_t.shape) != 2:
             return None
         if type(w) is Constant:
-            weight: Expr = const(np.ascontiguousarray(w.data.T))
+            weight: Expr = const(w.data.T)  # Constant copies it, blocked
         else:
             transposed = _call(m.post(self.w), "transpose")
             if transposed is None or tuple(transposed.attrs["axes"] or (1, 0)) != (1, 0):

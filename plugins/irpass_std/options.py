@@ -35,6 +35,14 @@ CONFIG_OPTIONS: list[ConfigOption] = [
         "than this (unset: no limit)",
     ),
     ConfigOption(
+        "std.FoldConstant.copy_shared_weights",
+        bool,
+        False,
+        "FoldConstant also folds a call that would copy a shared weight (a constant of at "
+        "least 1 MiB that other nodes use too, such as a tied embedding) into a new constant "
+        "of at least 1 MiB; by default it leaves the call, so the program holds one copy",
+    ),
+    ConfigOption(
         "std.FuseOps.max_depth",
         int,
         256,

@@ -444,3 +444,40 @@ def test_a_deep_let_chain_exports() -> None:
         body = Let(v, value, body)
     model = to_onnx(IRModule.from_expr(Function([x], body)))
     assert len(model.graph.node) == 20_000
+
+
+def _tied_embedding(rows: int = 1024, width: int = 256) -> onnx.ModelProto:
+    """GPT-2's tied weights: one table read by the lookup and, transposed, by the output
+    projection (as the dynamo exporter writes it)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = rng.standard_normal((rows, width)).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["wte", "ids"], ["h"]),
+             helper.make_node("Transpose", ["wte"], ["wte_t"], perm=[1, 0]),
+             helper.make_node("MatMul", ["h", "wte_t"], ["logits"])]
+    graph = helper.make_graph(
+        nodes, "tied", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 3, rows])],
+        initializer=[numpy_helper.from_array(table, "wte")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _weight_bytes(model: onnx.ModelProto) -> int:
+    return sum(len(t.raw_data) for t in model.graph.initializer)
+
+
+@pytest.mark.parametrize("copy_shared", [False, True])
+def test_a_tied_embedding_is_written_once(copy_shared: bool) -> None:
+    # folding the transpose would write the 1 MiB table twice (what onnxsim does)
+    from irpass.transform import PassContext, default_pipeline
+
+    model = _tied_embedding()
+    table = _weight_bytes(model)
+    with PassContext(opt_level=3,
+                     config={"std.FoldConstant.copy_shared_weights": copy_shared}):
+        mod = default_pipeline(3)(from_onnx(model))
+    out = to_onnx(mod)
+    onnx.checker.check_model(out, full_check=True)
+    assert _weight_bytes(out) == (2 * table if copy_shared else table)
+    ids = {"ids": rng.integers(0, 1024, size=(2, 3)).astype(np.int64)}
+    assert_outputs_close(run_ort(out, ids), run_ort(model, ids), rtol=1e-4, atol=1e-3)
