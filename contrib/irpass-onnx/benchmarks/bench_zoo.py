@@ -25,7 +25,9 @@ process imports the tool and runs it once on a warm-up model, untimed, then runs
 the file, and the time shown is the median: wall-clock time by default, the process's CPU time
 (all its threads) with ``--clock cpu``, which other load on the machine moves less. Node
 counts are of the main graph of the file each tool writes. A tool that fails on a model shows
-``fail`` and the reason is printed below the table.
+``fail`` and the reason is printed below the table. Below the table, a second one lists the
+models whose output files (external data included) differ in size by more than 1% and 100 KB
+between the tools, in MB, with the input's size.
 
 Two times are shown per tool: **in memory**, ModelProto to ModelProto (the tool's own work:
 irpass's import + -O3 + export, onnxsim's ``simplify``), and **file to file** (that plus
@@ -206,6 +208,7 @@ def worker(tool: str, files: Sequence[str], repeat: int, clock_name: str,
                 try:
                     result["times"].append(run(str(models_dir / file), out))
                     result["nodes"], result["shape_nodes"] = _node_counts(out)
+                    result["bytes"] = sum(f.stat().st_size for f in Path(tmp).iterdir())
                     if export_opset is not None:
                         result["nodes_at_opset"] = _nodes_at_opset(export_opset)
                 except Exception as exc:  # noqa: BLE001 - recorded for the table
@@ -361,9 +364,44 @@ def render(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[
         summary.append(f"Node counts: all nodes (those only computing shapes). irpass leaves no "
                        f"more nodes and no more shape nodes than onnxsim and onnxslim on {lean} "
                        f"of the {both_ok} models.")
+    summary += _sizes(entries, results, models_dir)
     if failures:
         summary += ["", "Failures:", *failures]
     return lines + summary
+
+
+def _apart(big: int, small: int) -> bool:
+    """Whether file sizes ``big`` and ``small`` differ by more than 1% and 100 KB."""
+    return big > 1.01 * small and big - small > 100_000
+
+
+def _sizes(entries: Sequence[dict[str, Any]], results: dict[str, dict[str, dict[str, Any]]],
+           models_dir: Path) -> list[str]:
+    """The table of output sizes (MB) of the models where the tools' outputs differ by more
+    than 1% and 100 KB, and how often irpass's is the smallest (within those bounds)."""
+    tools = ("irpass", "onnxsim", "onnxslim")
+    rows, smallest, compared = [], 0, 0
+    for entry in entries:
+        file = entry["file"]
+        sizes = {t: results[t][file].get("bytes") for t in tools}
+        known = [b for b in sizes.values() if b is not None]
+        if sizes["irpass"] is None or len(known) < 2:
+            continue
+        compared += 1
+        smallest += not _apart(sizes["irpass"], min(known))
+        if _apart(max(known), min(known)):
+            size_in = sum(p.stat().st_size for p in models_dir.glob(file + "*"))
+            mb = ["-" if b is None else f"{b / 1e6:.1f}" for b in sizes.values()]
+            rows.append(f"| {file.removesuffix('.onnx')} | {size_in / 1e6:.1f} | "
+                        + " | ".join(mb) + " |")
+    if not compared:
+        return []
+    out = ["", f"Output size: irpass's file is the smallest (or within 1% or 100 KB of it) on "
+               f"{smallest} of the {compared} models written by irpass and another tool."]
+    if rows:
+        out += ["", "| model (outputs apart) | input MB | irpass MB | onnxsim MB | "
+                    "onnxslim MB |", "| --- | ---: | ---: | ---: | ---: |", *rows]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
