@@ -29,7 +29,13 @@ from irpass.ir import (
 from irpass.ir.describe import describe
 from irpass.ir.expr import set_checked_type
 from irpass.ir.op import AttrField, OpPattern, attr_int, register_op
-from irpass.ir.type_infer import carry_type, infer_type_and_free_vars, mark_typed, type_built
+from irpass.ir.type_infer import (
+    carry_type,
+    infer_type_and_free_vars,
+    local_type,
+    mark_typed,
+    type_built,
+)
 from irpass.testing import strategies as sts
 from irpass.testing.inputs import random_inputs
 
@@ -1559,6 +1565,39 @@ def test_type_built_leaves_to_inference_what_it_cannot_type(case):
     top = Call(NEG, [inner])
     type_built(top)
     assert inner._checked_type is None and top._checked_type is None
+
+
+def test_local_type_reads_the_operands_types_only():
+    x = var("x", shape=(3,))
+    typed = infer_type(IRModule.from_expr(Function([x], Call(NEG, [x]))))["main"]
+    neg = typed.body
+    assert local_type(Call(ADD, [neg, neg])) == F32_3
+    assert local_type(Call(ADD, [neg, Call(NEG, [x])])) is None  # an untyped operand
+    assert local_type(Tuple([neg, const(np.ones(4, "float32"))])) is None  # untyped constant
+    assert local_type(const(np.ones(4, "float32"))) == F32_4  # its own type: from its data
+    assert local_type(TupleGetItem(Tuple([neg]), 0)) is None  # the tuple has no type yet
+    pair = Tuple([neg, neg])
+    set_checked_type(pair, TupleType((F32_3, F32_3)))
+    assert local_type(TupleGetItem(pair, 1)) == F32_3
+    assert local_type(x) == F32_3  # a var: its annotation
+    f = Var("f", FuncType((F32_3,), F32_4))
+    set_checked_type(f, FuncType((F32_3,), F32_4))
+    assert local_type(Call(f, [neg])) == F32_4
+    assert local_type(Let(Var("y"), neg, neg)) is None
+
+
+def test_local_type_says_which_relation_refused_what():
+    x = var("x", shape=(3,))
+    typed = infer_type(IRModule.from_expr(Function([x], Call(NEG, [x]))))["main"]
+    wide = const(np.ones(4, "float32"))
+    set_checked_type(wide, F32_4)
+    with pytest.raises(ValueError, match=r"test_ti\.add of \(Tensor\[\(3,\), float32\], "
+                                         r"Tensor\[\(4,\), float32\]\)"):
+        local_type(Call(ADD, [typed.body, wide]))
+    pair = Tuple([wide])
+    set_checked_type(pair, TupleType((F32_4,)))
+    with pytest.raises(ValueError, match="field 1 of a value of type"):
+        local_type(TupleGetItem(pair, 1))
 
 
 def test_a_rule_set_pass_keeps_the_types_above_its_replacements():

@@ -166,6 +166,7 @@ from .types import FuncType, TensorType, TupleType, Type, substitute_sizes
 
 __all__ = [
     "carry_type",
+    "local_type",
     "type_built",
     "infer_type",
     "infer_type_and_free_vars",
@@ -359,9 +360,9 @@ def type_built(root: Expr) -> None:
 
     For producers that build a few nodes over a typed program (a rewrite rule's
     replacement): walking down from ``root`` only through nodes without a type, each op
-    call, tuple, projection and constant met gets, children first, the type its
-    relation gives over its operands' types, and its ``_bound_by`` (so the next
-    inference keeps it). It stops, leaving the nodes above untyped for inference to
+    call, tuple, projection and constant met gets, children first, the type
+    :func:`local_type` gives it from its operands' types, and its ``_bound_by`` (so the
+    next inference keeps it). It stops, leaving the nodes above untyped for inference to
     type and to report on, at anything else (a var, a let, a call of a function) and
     at a relation that fails. The typed program's own nodes are not walked.
     """
@@ -387,32 +388,66 @@ def type_built(root: Expr) -> None:
             stack.append(node.tuple_value)
     for node in order:
         t = type(node)
+        if not (t is Tuple or t is TupleGetItem or t is Constant
+                or (t is Call and type(node.op) is Op)):
+            return
         try:
-            if t is Call and type(node.op) is Op:
-                arg_types = tuple([a._checked_type for a in node.args])
-                if None in arg_types:
-                    return
-                ty = node.op.type_rel(arg_types, node.attrs)
-            elif t is Tuple:
-                fields = tuple([f._checked_type for f in node.fields])
-                if None in fields:
-                    return
-                ty = TupleType(fields)
-            elif t is TupleGetItem:
-                ty = node.tuple_value._checked_type
-                if type(ty) is not TupleType or node.index >= len(ty.fields):
-                    return
-                ty = ty.fields[node.index]
-            elif t is Constant:
-                ty = node.type
-            else:
-                return
+            ty = local_type(node)
         except Exception:  # noqa: BLE001 - inference runs the relation again and reports
             return
-        if not isinstance(ty, Type):
+        if ty is None:
             return
         _set_checked_type(node, ty)
         note_bound_by(node)
+
+
+def local_type(node: Expr) -> Type | None:
+    """The type of ``node`` from the types its operands carry, without walking further.
+
+    An op call's is what its relation gives over its arguments' types; a call of a
+    function-typed callee's is the callee's return type when the argument types are its
+    parameter types; a constant's is its data's; a tuple's and a projection's are made
+    and read from the fields'; a var's is its annotation. ``None`` when an operand has no
+    type yet, for other kinds (let, if, function) and for a call of a callee without a
+    fitting ``FuncType``. A relation that refuses its arguments or returns no
+    :class:`Type`, or a projection out of range, is a ``ValueError`` saying what; the
+    callers decide what a failure means (:func:`type_built` leaves the node to inference,
+    the greedy rewriter reports the rule that built it).
+    """
+    t = type(node)
+    if t is Call:
+        arg_types = tuple([a._checked_type for a in node.args])
+        if None in arg_types:
+            return None
+        op = node.op
+        if type(op) is not Op:
+            callee = op._checked_type
+            if type(callee) is FuncType and callee.arg_types == arg_types:
+                return callee.ret_type
+            return None
+        try:
+            ty = op.type_rel(arg_types, node.attrs)
+        except (TypeError, ValueError) as exc:
+            shown = ", ".join(map(str, arg_types))
+            raise ValueError(f"{op.name} of ({shown}): {exc}") from exc
+        if not isinstance(ty, Type):
+            raise ValueError(f"the type relation of {op.name} returned {ty!r}")
+        return ty
+    if t is Constant:
+        return node.type
+    if t is Tuple:
+        fields = tuple([f._checked_type for f in node.fields])
+        return None if None in fields else TupleType(fields)
+    if t is TupleGetItem:
+        value = node.tuple_value._checked_type
+        if value is None:
+            return None
+        if type(value) is not TupleType or node.index >= len(value.fields):
+            raise ValueError(f"field {node.index} of a value of type {value}")
+        return value.fields[node.index]
+    if t is Var:
+        return node.type_annotation
+    return None
 
 
 def _constant_has_type(const: Constant, ty: Type | None) -> bool:

@@ -43,10 +43,9 @@ from ...errors import IRPassError
 from ..expr import Expr, set_checked_type
 from ..gcpause import gc_paused
 from ..module import IRModule
-from ..nodes import Call, Constant, Function, If, Let, Tuple, TupleGetItem, Var
+from ..nodes import Call, Function, If, Let, Tuple, TupleGetItem
 from ..op import Op
-from ..type_infer import note_bound_by
-from ..types import FuncType, TupleType, Type
+from ..type_infer import local_type, note_bound_by
 from .context import RewriteContext, enter, leave
 from .index import Candidate, RuleIndex, index_for
 from .matcher import Graph, Matcher, inputs_of
@@ -377,42 +376,13 @@ class _Walk:
             if node._checked_type is not None:
                 continue
             t = type(node)
-            ty: Type | None = None
-            if t is Call:
-                arg_types = tuple([a._checked_type for a in node.args])
-                if any(a is None for a in arg_types):
-                    continue  # an untyped program
-                op = node.op
-                if type(op) is Op:
-                    try:
-                        ty = op.type_rel(arg_types, node.attrs)
-                    except (TypeError, ValueError) as exc:
-                        raise RewriteTypeError(cb, post, "ill-typed",
-                                               f"{op.name} of {_types(arg_types)}: {exc}") from exc
-                    if not isinstance(ty, Type):
-                        raise RewriteTypeError(cb, post, "ill-typed",
-                                               f"the type relation of {op.name} returned {ty!r}")
-                else:
-                    callee = op._checked_type
-                    if type(callee) is FuncType and callee.arg_types == arg_types:
-                        ty = callee.ret_type
-            elif t is Constant:
-                ty = node.type
-            elif t is Tuple:
-                fields = tuple([f._checked_type for f in node.fields])
-                if any(f is None for f in fields):
-                    continue
-                ty = TupleType(fields)
-            elif t is TupleGetItem:
-                value = node.tuple_value._checked_type
-                if value is None:
-                    continue
-                if type(value) is not TupleType or node.index >= len(value.fields):
-                    raise RewriteTypeError(cb, post, "ill-typed",
-                                           f"field {node.index} of a value of type {value}")
-                ty = value.fields[node.index]
-            elif t is Var:
-                ty = node.type_annotation
+            try:
+                ty = local_type(node)
+            except ValueError as exc:
+                raise RewriteTypeError(cb, post, "ill-typed", str(exc)) from exc
+            if ty is None and (t is Call or t is Tuple or t is TupleGetItem) and any(
+                    c._checked_type is None for c in _operands(node)):
+                continue  # an untyped program
             if ty is None:
                 # A let, an if, a function, a call of a function with symbolic sizes:
                 # typed on its own (the nodes below it are typed: a walk of them).
@@ -458,5 +428,8 @@ class _Walk:
                     stack.append(child)
 
 
-def _types(types: tuple[Type, ...]) -> str:
-    return "(" + ", ".join(map(str, types)) + ")"
+def _operands(node: Call | Tuple | TupleGetItem) -> tuple[Expr, ...]:
+    t = type(node)
+    if t is Call:
+        return node.args  # type: ignore[union-attr]
+    return node.fields if t is Tuple else (node.tuple_value,)  # type: ignore[union-attr]
