@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from irpass_onnx import OnnxImportError, from_onnx, to_onnx
+from irpass_onnx.testing import run_onnxruntime
 from onnx import TensorProto as TP
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
@@ -273,7 +274,15 @@ def test_qlinear_matmul_matches_onnxruntime(dtype, opset, scale_dtype):
     model = make_model([helper.make_node("QLinearMatMul", list(ins), ["y"])], ins,
                        {"y": elem_type(a)}, opset)
     check_ref(model, ins)
-    check(model, ins)
+    if scale_dtype is np.float32:
+        check(model, ins)
+        return
+    # onnxruntime multiplies float16 scales in float32, ONNX's reference (which irpass
+    # follows) in float16: a value near a rounding tie lands one step apart (about 1% of
+    # them on random inputs), so the check against onnxruntime allows one step
+    got = irpass.evaluate(from_onnx(model), **ins).astype(np.int32)
+    want = run_onnxruntime(model, ins)[0].astype(np.int32)
+    assert got.shape == want.shape and np.abs(got - want).max() <= 1
 
 
 def test_qlinear_conv_matches_the_reference():

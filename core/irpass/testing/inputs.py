@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import zlib
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
 from ..ir import Function, IRModule, TensorType, TupleType, Type
 
-__all__ = ["random_inputs", "random_value"]
+__all__ = ["random_inputs", "random_value", "generators_for_test"]
 
 
 def random_value(ty: Type, rng: np.random.Generator) -> object:
@@ -40,3 +43,26 @@ def random_inputs(
             raise ValueError(f"random_inputs: parameter %{p.name_hint} has no type annotation")
         out[p.name_hint] = draw(p.type_annotation, rng)
     return out
+
+
+def generators_for_test(module: ModuleType, test_name: str) -> dict[str, np.random.Generator]:
+    """For each numpy ``Generator`` bound at the top level of ``module``, a new one seeded
+    from that generator's own seed, ``test_name`` and ``$IRPASS_TEST_SEED`` (default 0),
+    keyed by the name it is bound to.
+
+    A module-level ``RNG = np.random.default_rng(7)`` is shared by the module's tests, so
+    what one test draws depends on which tests drew before it in the same process: under
+    pytest-xdist, on how the scheduler spread the tests over the workers, which depends on
+    timing. An autouse fixture rebinding each of them for every test (``monkeypatch.setattr``
+    with this function's result, as the project's ``conftest.py`` files do) makes a test's
+    inputs a function of the test alone. Another ``IRPASS_TEST_SEED`` draws other inputs
+    for every test: the way to look for tests that pass on their seeds only.
+    """
+    salt = int(os.environ.get("IRPASS_TEST_SEED", "0"))
+    key = zlib.crc32(test_name.encode())
+    fresh = {}
+    for name, value in vars(module).items():
+        if isinstance(value, np.random.Generator):
+            entropy = value.bit_generator.seed_seq.entropy  # the seed it was made with
+            fresh[name] = np.random.default_rng([entropy or 0, key, salt])
+    return fresh
