@@ -311,6 +311,22 @@ def test_attention_exports(hkv, mask, causal, scale) -> None:
     assert export(mod, 23, inputs) == ["Attention"]
 
 
+def test_layers_sharing_a_mask_write_its_bias_once() -> None:
+    # each layer's decomposition computes the same bias array from the shared mask; it is one
+    # initializer (a SmolLM-shaped Llama wrote 30 copies of its 128x128 causal bias)
+    q, k, v = var("q", shape=(1, 2, 12, 4)), var("k", shape=(1, 2, 12, 4)), \
+        var("v", shape=(1, 2, 12, 4))
+    mask = irpass.const(RNG.random((12, 12)) < 0.8)
+    y = q
+    for _ in range(3):
+        y = op.nn.attention(y, k, v, mask, is_causal=True)
+    mod = fn([q, k, v], y)
+    inputs = {n: normal(1, 2, 12, 4) for n in "qkv"}
+    export(mod, 17, inputs)
+    biases = [t for t in to_onnx(mod, opset=17).graph.initializer if list(t.dims) == [12, 12]]
+    assert len(biases) == 1
+
+
 def test_attention_decomposition_with_symbolic_sizes() -> None:
     b, s = SizeVar("b"), SizeVar("s")
     q, k, v = (var(n, shape=(b, 2, s, 4)) for n in "qkv")

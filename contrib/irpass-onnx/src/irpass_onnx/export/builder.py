@@ -29,6 +29,7 @@ rest computed; an ``Expand`` target writes ``1`` where the input keeps its dim.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
@@ -59,7 +60,8 @@ EMITTERS: dict[str, Emitter] = {}
 #: apart from :data:`EMITTERS`): they write subgraphs with :meth:`EmitContext.subgraph`.
 CONTROL_EMITTERS: dict[str, Emitter] = {}
 
-# Generated constants up to this many elements (shapes, axes, scalars) are shared by value.
+# Generated constants up to this many elements (shapes, axes, scalars) are keyed by their bytes;
+# bigger ones by a digest of them (see _value_key).
 _SHARE_BY_VALUE = 64
 
 #: A splat constant bigger than this (in bytes) is written as ``ConstantOfShape``; a smaller
@@ -194,11 +196,11 @@ class GraphBuilder:
 
     def constant(self, data: np.ndarray, hint: str = "const", key: Any = None) -> str:
         """The name of a value holding ``data``: an initializer (shared by ``key``, a constant
-        object, when given, and by value for small arrays), or a ``ConstantOfShape`` node for
-        a big splat (see :data:`SPLAT_MIN_BYTES`)."""
+        object, when given, and else by value), or a ``ConstantOfShape`` node for a big splat
+        (see :data:`SPLAT_MIN_BYTES`)."""
         data = np.asarray(data)
-        if key is None and data.size <= _SHARE_BY_VALUE:
-            key = ("value", data.dtype.str, data.shape, data.tobytes())
+        if key is None:
+            key = _value_key(data)
         if key is not None:
             got = self._by_key.get(key)
             if got is not None:
@@ -580,3 +582,16 @@ def _add_attribute(into: Any, name: str, value: Any) -> None:
         into.add(name=name, type=AttributeProto.FLOATS, floats=[float(v) for v in value])
     else:
         into.append(helper.make_attribute(name, value))
+
+
+def _value_key(data: np.ndarray) -> tuple | None:
+    """A key equal for arrays of one dtype, shape and contents: the bytes themselves for small
+    arrays, a 128-bit BLAKE2b digest of them for bigger ones, which emitters compute once per
+    node (an attention's mask bias is the same array in each of a model's 30 layers: shared,
+    it is written once, not 30 times). None for object arrays."""
+    if data.dtype.hasobject:
+        return None
+    if data.size <= _SHARE_BY_VALUE:
+        return ("value", data.dtype.str, data.shape, data.tobytes())
+    digest = hashlib.blake2b(np.ascontiguousarray(data).data, digest_size=16).digest()
+    return ("digest", data.dtype.str, data.shape, digest)
