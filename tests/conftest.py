@@ -23,7 +23,6 @@ for _var in ("IRPASS_PLUGINS", "IRPASS_DISABLE_PLUGIN_AUTOLOAD", "IRPASS_CONFIG"
 
 import irpass.plugins  # noqa: E402
 from irpass.plugins import PluginSettings  # noqa: E402
-from irpass.testing.inputs import generators_for_test  # noqa: E402
 from irpass.testing.plugins import (  # noqa: E402
     OWN_PLUGINS,
     RegistrySnapshot,
@@ -44,18 +43,6 @@ def _restore_registries():
     saved = RegistrySnapshot.take()
     yield
     saved.restore()
-
-
-@pytest.fixture(autouse=True)
-def _inputs_of_the_test_alone(request, monkeypatch):
-    """Every module-level numpy ``Generator`` (``RNG = np.random.default_rng(7)``) is
-    reseeded for each test from the test's name, so what a test draws does not depend on
-    which tests ran before it in its xdist worker (``IRPASS_TEST_SEED=n`` draws other
-    inputs; see :func:`irpass.testing.inputs.generators_for_test`)."""
-    if request.module is not None:
-        name = request.node.nodeid.partition("::")[2]  # not the path: any rootdir
-        for attr, rng in generators_for_test(request.module, name).items():
-            monkeypatch.setattr(request.module, attr, rng)
 
 
 @pytest.fixture

@@ -271,6 +271,39 @@ def test_bad_marker_arguments_name_the_marker_and_the_test(pytester):
     ])
 
 
+# -- irpass_seeded_generators ---------------------------------------------------------------
+
+
+def test_seeded_generators_give_a_test_the_same_inputs_whatever_ran_before(pytester):
+    pytester.makeini("""
+        [pytest]
+        usefixtures = irpass_seeded_generators
+    """)
+    pytester.makepyfile(test_pyt_rng="""
+        import numpy as np
+
+        RNG = np.random.default_rng(3)
+
+        def test_first():
+            print("first", RNG.random())
+
+        def test_second():
+            print("second", RNG.random())
+    """)
+
+    def draws(*args):
+        result = run(pytester, "-s", *args)
+        result.assert_outcomes(passed=2 if not args else 1)
+        return dict(re.findall(r"(first|second) ([0-9.e-]+)", result.stdout.str()))
+
+    both = draws()
+    assert both["first"] != both["second"]
+    # alone, or after the other: the same draw (without the fixture, test_second would
+    # draw the module generator's first number when run alone, its second after test_first)
+    assert draws("-k", "second") == {"second": both["second"]}
+    assert draws("-k", "first") == {"first": both["first"]}
+
+
 # -- example networks, check_semantics, hypothesis -----------------------------------------
 
 

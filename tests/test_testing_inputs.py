@@ -40,7 +40,7 @@ def test_draws_depend_on_the_test_and_the_seed_not_on_earlier_draws(monkeypatch)
 
 
 def test_the_suite_reseeds_this_module_for_each_test():
-    # conftest's autouse fixture rebound RNG to the generator of this test's name
+    # irpass_seeded_generators (usefixtures in pyproject.toml) rebound RNG for this test
     name = "test_the_suite_reseeds_this_module_for_each_test"
     salt = int(os.environ.get("IRPASS_TEST_SEED", "0"))
     want = np.random.default_rng([2, zlib.crc32(name.encode()), salt])

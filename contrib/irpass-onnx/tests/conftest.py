@@ -33,23 +33,10 @@ if importlib.util.find_spec("irpass_onnx") is None:
     sys.path.insert(0, str(SRC))
 
 import irpass.plugins  # noqa: E402
-from irpass.testing.inputs import generators_for_test  # noqa: E402
 from irpass.testing.plugins import OWN_PLUGINS, show_only_entry_points  # noqa: E402
 
 if irpass.plugins._manager is None:  # alone; with the core's suite, its conftest did this
     show_only_entry_points(OWN_PLUGINS + ("onnx",))
-
-
-@pytest.fixture(autouse=True)
-def _inputs_of_the_test_alone(request, monkeypatch):
-    """Every module-level numpy ``Generator`` (``RNG = np.random.default_rng(7)``) is
-    reseeded for each test from the test's name, so what a test draws does not depend on
-    which tests ran before it in its xdist worker (``IRPASS_TEST_SEED=n`` draws other
-    inputs; see :func:`irpass.testing.inputs.generators_for_test`)."""
-    if request.module is not None:
-        name = request.node.nodeid.partition("::")[2]  # not the path: any rootdir
-        for attr, rng in generators_for_test(request.module, name).items():
-            monkeypatch.setattr(request.module, attr, rng)
 
 
 @pytest.fixture(scope="module", autouse=True)

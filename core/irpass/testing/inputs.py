@@ -53,9 +53,9 @@ def generators_for_test(module: ModuleType, test_name: str) -> dict[str, np.rand
     A module-level ``RNG = np.random.default_rng(7)`` is shared by the module's tests, so
     what one test draws depends on which tests drew before it in the same process: under
     pytest-xdist, on how the scheduler spread the tests over the workers, which depends on
-    timing. An autouse fixture rebinding each of them for every test (``monkeypatch.setattr``
-    with this function's result, as the project's ``conftest.py`` files do) makes a test's
-    inputs a function of the test alone. Another ``IRPASS_TEST_SEED`` draws other inputs
+    timing. Rebinding each of them for every test to this function's result (the
+    ``irpass_seeded_generators`` fixture of irpass's pytest plugin) makes a test's inputs a
+    function of the test alone. Another ``IRPASS_TEST_SEED`` draws other inputs
     for every test: the way to look for tests that pass on their seeds only.
     """
     salt = int(os.environ.get("IRPASS_TEST_SEED", "0"))

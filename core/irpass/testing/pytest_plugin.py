@@ -21,6 +21,10 @@ Fixtures:
   module with an expected-IR file, a path relative to the test file's directory.
   ``pytest --irpass-update`` writes the files that are missing or differ instead of
   failing, and lists them at the end of the run.
+- ``irpass_seeded_generators``: reseeds the test module's numpy generators for the test,
+  from the test's name, so its random inputs do not depend on the tests run before it
+  (use it for every test with ``usefixtures = ["irpass_seeded_generators"]``;
+  ``IRPASS_TEST_SEED=n`` draws other inputs).
 - ``irpass_example_model``: parametrized over :data:`irpass.testing.models.MODELS`
   (``mlp``, ``resnet``, ``mobilenet``, ``transformer``); each test gets a fresh module.
 
@@ -74,6 +78,7 @@ __all__ = [
     "check_semantics",
     "irpass_example_model",
     "irpass_plugins",
+    "irpass_seeded_generators",
 ]
 
 #: The command-line option that rewrites expected-IR files instead of failing.
@@ -208,6 +213,28 @@ def check_semantics() -> Callable[..., IRModule]:
     from .semantics import check_semantics as check
 
     return check
+
+
+# -- random inputs -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def irpass_seeded_generators(request: pytest.FixtureRequest,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every numpy ``Generator`` bound at the top level of the test's module (``RNG =
+    np.random.default_rng(7)``) is rebound, for this test, to one seeded from its own seed
+    and the test's name (:func:`irpass.testing.inputs.generators_for_test`), so what the
+    test draws does not depend on which tests ran before it in its pytest-xdist worker.
+    For every test of a suite: ``usefixtures = ["irpass_seeded_generators"]`` in the pytest
+    configuration (irpass's own suites have it)."""
+    from .inputs import generators_for_test
+
+    module = request.module
+    if module is None:
+        return
+    name = request.node.nodeid.partition("::")[2]  # not the file's path: any rootdir
+    for attr, rng in generators_for_test(module, name).items():
+        monkeypatch.setattr(module, attr, rng)
 
 
 # -- example networks ----------------------------------------------------------------------
