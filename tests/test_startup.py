@@ -314,15 +314,21 @@ def test_std_options_are_the_pass_modules_options():
     import irpass_std
     from irpass_std import options
 
-    declared = []
+    from irpass.ir.dataflow_pattern import DEFAULT_MAX_ROUNDS
+
+    declared, read = [], set()
     for info in pkgutil.iter_modules(irpass_std.__path__):
         if info.name != "options":
             module = importlib.import_module(f"irpass_std.{info.name}")
             declared += getattr(module, "CONFIG_OPTIONS", [])
-    assert len(declared) == 8
-    assert sorted(declared, key=lambda o: o.key) == sorted(
-        options.CONFIG_OPTIONS, key=lambda o: o.key
-    )
+            # the keys a pass module reads its options by
+            read |= {v for v in vars(module).values()
+                     if isinstance(v, str) and v.startswith("std.") and v.count(".") == 2}
+    keys = sorted(o.key for o in options.CONFIG_OPTIONS)
+    # each option is listed by its pass's module, once, and read by its key
+    assert len(keys) == 8 and sorted(o.key for o in declared) == keys
+    assert read == set(keys)
+    assert options.options_of("Canonicalize")[0].default == DEFAULT_MAX_ROUNDS
 
 
 def test_the_text_format_suffixes_are_the_serializers():

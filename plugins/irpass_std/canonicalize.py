@@ -32,19 +32,15 @@ from irpass.transform.rewrites import (
     run_rules_in_pass,
 )
 
+from .options import options_of
+
 __all__ = ["CONFIG_OPTIONS", "MAX_ROUNDS", "Canonicalize"]
 
 #: Config key: the bound on rewrite rounds per function.
 MAX_ROUNDS = "std.Canonicalize.max_rounds"
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        MAX_ROUNDS,
-        int,
-        DEFAULT_MAX_ROUNDS,
-        "Canonicalize: rewrite rounds per function before the rules still firing are left out",
-    ),
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("Canonicalize")
 
 
 @function_pass(opt_level=1, name="Canonicalize", required=["InferType"])

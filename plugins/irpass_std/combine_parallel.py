@@ -81,6 +81,8 @@ from irpass.ir.type_infer import carry_type, type_built
 from irpass.transform import ConfigOption, function_pass
 from irpass.transform.context import RewriteCounter
 
+from .options import options_of
+
 if TYPE_CHECKING:
     from irpass.ir import IRModule
     from irpass.transform import PassContext
@@ -90,15 +92,8 @@ __all__ = ["CONFIG_OPTIONS", "MIN_NUM_BRANCHES", "CombineParallelDense"]
 #: Config key: the fewest parallel calls on one input that are combined.
 MIN_NUM_BRANCHES = "std.CombineParallelDense.min_num_branches"
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        MIN_NUM_BRANCHES,
-        int,
-        3,
-        "CombineParallelDense: the fewest dense/matmul calls sharing one input that are "
-        "combined into one call and a split (at least 2)",
-    ),
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("CombineParallelDense")
 
 _SKIP_ATTRS = ("Primitive", "SkipOptimization")
 

@@ -121,6 +121,8 @@ from irpass.op.shape_values import as_call, eval_shape_call
 from irpass.transform import ConfigOption, PassContext, function_pass
 from irpass.transform.context import RewriteCounter
 
+from .options import options_of
+
 __all__ = [
     "CONFIG_OPTIONS",
     "COPY_SHARED_WEIGHTS",
@@ -142,23 +144,8 @@ COPY_SHARED_WEIGHTS = "std.FoldConstant.copy_shared_weights"
 #: and per-channel vectors that folding is for, well below any real weight matrix.
 SHARED_WEIGHT_BYTES = 1 << 20
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        MAX_ELEMENTS,
-        int,
-        None,
-        "FoldConstant leaves alone a call whose folded result would have more elements "
-        "than this (unset: no limit)",
-    ),
-    ConfigOption(
-        COPY_SHARED_WEIGHTS,
-        bool,
-        False,
-        "FoldConstant also folds a call that would copy a shared weight (a constant of at "
-        "least 1 MiB that other nodes use too, such as a tied embedding) into a new constant "
-        "of at least 1 MiB; by default it leaves the call, so the program holds one copy",
-    ),
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("FoldConstant")
 
 #: Ops never folded even on constant arguments: creation ops, whose folding
 #: only trades a small call for a big constant (TVM's skip list).

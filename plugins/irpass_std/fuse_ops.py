@@ -104,6 +104,8 @@ from irpass.ir.gcpause import gc_paused
 from irpass.transform import ConfigOption, module_pass
 from irpass.transform.context import RewriteCounter
 
+from .options import options_of
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -114,14 +116,8 @@ __all__ = ["FuseOps", "MAX_DEPTH", "CONFIG_OPTIONS", "fuse_function"]
 #: The config key bounding the number of nodes in one fused group.
 MAX_DEPTH = "std.FuseOps.max_depth"
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        MAX_DEPTH,
-        int,
-        256,
-        "FuseOps: the most nodes (op calls, tuples, projections) in one fused group",
-    )
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("FuseOps")
 
 # The attributes of every fused function (one shared, immutable object).
 _PRIMITIVE = Attrs({"Primitive": 1})

@@ -99,6 +99,7 @@ from irpass.plugins import register_registry
 from irpass.transform import ConfigOption, PassContext, function_pass
 
 from .infer_type import typed_function
+from .options import options_of
 from .scan import reaches_op_call
 
 __all__ = [
@@ -116,16 +117,8 @@ __all__ = [
 #: Config key: the layouts AlterOpLayout converts ops to (see :func:`parse_desired_layouts_option`).
 DESIRED_LAYOUTS = "std.AlterOpLayout.desired_layouts"
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        DESIRED_LAYOUTS,
-        str,
-        "",
-        "Layouts AlterOpLayout converts ops to, as 'op=layout[,kernel_layout]' entries "
-        "separated by ';' (e.g. 'nn.conv2d=NHWC,default; nn.max_pool2d=NHWC'); "
-        "empty: no conversion",
-    )
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("AlterOpLayout")
 
 #: ``fn(call, arg_types) -> Expr | None``: an alter-layout hook (see :func:`register_alter_layout`).
 AlterLayoutHook = Callable[[Call, tuple[Type, ...]], Expr | None]

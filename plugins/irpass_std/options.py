@@ -2,16 +2,16 @@
 
 Loading the ``std`` plugin registers these options (``irpass config`` lists them, a
 config file is checked against them) without importing the passes, their numpy and
-their rule sets: that happens when a pass is first made. The pass modules read their
-options by key; the ``CONFIG_OPTIONS`` each of them lists must be the ones declared
-here (``tests/test_startup.py`` checks that they agree).
+their rule sets: that happens when a pass is first made. Each option is described here
+only; a pass module lists its own as ``CONFIG_OPTIONS = options_of("ThePass")`` and reads
+them by key.
 """
 
 from __future__ import annotations
 
 from irpass.transform.config import ConfigOption
 
-__all__ = ["CONFIG_OPTIONS"]
+__all__ = ["CONFIG_OPTIONS", "options_of"]
 
 CONFIG_OPTIONS: list[ConfigOption] = [
     ConfigOption(
@@ -69,3 +69,9 @@ CONFIG_OPTIONS: list[ConfigOption] = [
         "SimplifyInference: decompose nn.layer_norm into mean/subtract/sqrt/divide ops",
     ),
 ]
+
+
+def options_of(pass_name: str) -> list[ConfigOption]:
+    """The options of the standard pass ``pass_name`` (the keys ``std.<pass_name>.*``)."""
+    prefix = f"std.{pass_name}."
+    return [option for option in CONFIG_OPTIONS if option.key.startswith(prefix)]

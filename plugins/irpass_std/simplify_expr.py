@@ -102,18 +102,13 @@ from irpass.ir.dataflow_pattern import DEFAULT_MAX_ROUNDS
 from irpass.transform import ConfigOption, PassContext, function_pass
 from irpass.transform.rewrites import run_rule_set
 
+from .options import options_of
 from .simplify_rules import FINITE_MATH, SIMPLIFY, may_have_effects
 
 __all__ = ["CONFIG_OPTIONS", "FINITE_MATH", "SIMPLIFY", "SimplifyExpr", "may_have_effects"]
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        FINITE_MATH,
-        bool,
-        False,
-        "SimplifyExpr: assume no inf/nan values and rewrite x * 0 to zeros",
-    ),
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("SimplifyExpr")
 
 
 @function_pass(opt_level=0, name="SimplifyExpr", required=["InferType"])

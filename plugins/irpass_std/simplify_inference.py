@@ -54,6 +54,7 @@ from irpass.transform import ConfigOption, PassContext, function_pass
 from irpass.transform.context import RewriteCounter
 
 from .infer_type import typed_function
+from .options import options_of
 from .scan import reaches_op_call
 from .simplify_expr import may_have_effects
 
@@ -62,14 +63,8 @@ __all__ = ["CONFIG_OPTIONS", "DECOMPOSE_LAYER_NORM", "SimplifyInference"]
 #: Config key: also decompose ``nn.layer_norm`` into elementwise ops and reductions.
 DECOMPOSE_LAYER_NORM = "std.SimplifyInference.decompose_layer_norm"
 
-CONFIG_OPTIONS: list[ConfigOption] = [
-    ConfigOption(
-        DECOMPOSE_LAYER_NORM,
-        bool,
-        False,
-        "SimplifyInference: decompose nn.layer_norm into mean/subtract/sqrt/divide ops",
-    ),
-]
+# declared in options.py (registered with the plugin, before any pass is imported)
+CONFIG_OPTIONS: list[ConfigOption] = options_of("SimplifyInference")
 
 
 @function_pass(opt_level=0, name="SimplifyInference", required=["InferType"])
