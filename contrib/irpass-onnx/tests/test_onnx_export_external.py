@@ -39,9 +39,11 @@ def _check_saved(mod: IRModule, path) -> onnx.ModelProto:
     x = rng.standard_normal((3, 32)).astype(np.float32)
     expected = np.asarray(irpass.evaluate(mod, x=x))
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-5)
+    # outputs up to ~100, sums of 64 products: float32 rounding in another summation order
+    # reaches 2e-5 (onnxruntime's kernels sum in their own order), so atol is 1e-4
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], expected, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(np.asarray(irpass.evaluate(irpass.load(str(path)), x=x)),
-                               expected, rtol=1e-5, atol=1e-5)
+                               expected, rtol=1e-5, atol=1e-4)
     return onnx.load(str(path), load_external_data=False)
 
 
