@@ -327,6 +327,22 @@ def test_layers_sharing_a_mask_write_its_bias_once() -> None:
     assert len(biases) == 1
 
 
+def test_layers_with_their_own_masks_keep_them_even_when_the_hashes_collide(monkeypatch):
+    from irpass_onnx.export import builder
+
+    monkeypatch.setattr(builder.zlib, "crc32", lambda data: 0)  # every array: one hash
+    q, k, v = var("q", shape=(1, 2, 12, 4)), var("k", shape=(1, 2, 12, 4)), \
+        var("v", shape=(1, 2, 12, 4))
+    masks = [RNG.random((12, 12)) < 0.8 for _ in range(2)]
+    y = q
+    for m in masks:
+        y = op.nn.attention(y, k, v, irpass.const(m), is_causal=True)
+    mod = fn([q, k, v], y)
+    export(mod, 17, {n: normal(1, 2, 12, 4) for n in "qkv"})  # each layer its own bias
+    biases = [t for t in to_onnx(mod, opset=17).graph.initializer if list(t.dims) == [12, 12]]
+    assert len(biases) == 2
+
+
 def test_attention_decomposition_with_symbolic_sizes() -> None:
     b, s = SizeVar("b"), SizeVar("s")
     q, k, v = (var(n, shape=(b, 2, s, 4)) for n in "qkv")

@@ -38,6 +38,8 @@ def _from_nchw(ctx: EmitContext, name: str, layout: str) -> str:
 def _weight(ctx: EmitContext, i: int, layout: str, target: str, override: object = None) -> str:
     """Input ``i`` as a ``target``-layout weight; constants are transposed here."""
     perm = [layout.index(c) for c in target]
+    if override is None and perm == sorted(perm):
+        return ctx.input(i)  # a constant keeps its own initializer (one, however many users)
     data = override if override is not None else ctx.const(i)
     if data is not None:
         return ctx.constant(np.ascontiguousarray(np.transpose(data, perm)), hint="weight")
