@@ -312,9 +312,8 @@ def test_std_options_are_the_pass_modules_options():
     import pkgutil
 
     import irpass_std
-    from irpass_std import options
-
     from irpass.ir.dataflow_pattern import DEFAULT_MAX_ROUNDS
+    from irpass_std import options
 
     declared, read = [], set()
     for info in pkgutil.iter_modules(irpass_std.__path__):
