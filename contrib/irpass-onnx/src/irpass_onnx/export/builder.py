@@ -60,7 +60,6 @@ EMITTERS: dict[str, Emitter] = {}
 #: apart from :data:`EMITTERS`): they write subgraphs with :meth:`EmitContext.subgraph`.
 CONTROL_EMITTERS: dict[str, Emitter] = {}
 
-
 #: A splat constant bigger than this (in bytes) is written as ``ConstantOfShape``; a smaller
 #: one stays an initializer. A ``ConstantOfShape`` costs about 100 bytes (the node, its shape
 #: initializer, its value attribute), so below 1 KiB the saving is at most a few hundred bytes
