@@ -289,21 +289,17 @@ def _chain(n):
 
 
 def test_deep_chain_is_linear_and_iterative():
-    calls = []
-    for n in (1_000, 4_000, 80_000):
-        body = _chain(n)
-        if n == 80_000:  # deep: iterative, no RecursionError (counting calls would be slow)
-            out = rewrite_greedy([add_zero(), merge_adds()], body)
-        else:
-            out, made = calls_made(lambda body=body: rewrite_greedy([add_zero(), merge_adds()],
-                                                                    body))
-            calls.append(made)
+    def rewrite(n):
+        out = rewrite_greedy([add_zero(), merge_adds()], _chain(n))
         tanhs, node = 0, out
         while type(node) is Call:
             tanhs += node.op is Op.get("tanh")
             node = node.args[0]
         assert tanhs == n // 2
+
+    calls = [calls_made(lambda n=n: rewrite(n))[1] for n in (1_000, 4_000)]
     assert calls[1] < 5 * calls[0]  # 4x the nodes: about 4x the calls, not 16x
+    rewrite(80_000)  # deep: iterative, no RecursionError (not counted: counting is slow)
 
 
 # -- quick tests ------------------------------------------------------------------------------

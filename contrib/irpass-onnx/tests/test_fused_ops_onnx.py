@@ -311,36 +311,34 @@ def test_attention_exports(hkv, mask, causal, scale) -> None:
     assert export(mod, 23, inputs) == ["Attention"]
 
 
+def _stacked_attention(masks) -> IRModule:
+    """Attention layers one after the other, layer i with constant mask ``masks[i]``."""
+    q, k, v = (var(n, shape=(1, 2, 12, 4)) for n in "qkv")
+    y = q
+    for m in masks:
+        y = op.nn.attention(y, k, v, m, is_causal=True)
+    return fn([q, k, v], y)
+
+
+def _bias_initializers(mod: IRModule) -> int:
+    """The 12x12 initializers of ``mod`` exported at opset 17 (after checking the export)."""
+    export(mod, 17, {n: normal(1, 2, 12, 4) for n in "qkv"})
+    return sum(list(t.dims) == [12, 12] for t in to_onnx(mod, opset=17).graph.initializer)
+
+
 def test_layers_sharing_a_mask_write_its_bias_once() -> None:
     # each layer's decomposition computes the same bias array from the shared mask; it is one
     # initializer (a SmolLM-shaped Llama wrote 30 copies of its 128x128 causal bias)
-    q, k, v = var("q", shape=(1, 2, 12, 4)), var("k", shape=(1, 2, 12, 4)), \
-        var("v", shape=(1, 2, 12, 4))
     mask = irpass.const(RNG.random((12, 12)) < 0.8)
-    y = q
-    for _ in range(3):
-        y = op.nn.attention(y, k, v, mask, is_causal=True)
-    mod = fn([q, k, v], y)
-    inputs = {n: normal(1, 2, 12, 4) for n in "qkv"}
-    export(mod, 17, inputs)
-    biases = [t for t in to_onnx(mod, opset=17).graph.initializer if list(t.dims) == [12, 12]]
-    assert len(biases) == 1
+    assert _bias_initializers(_stacked_attention([mask] * 3)) == 1
 
 
 def test_layers_with_their_own_masks_keep_them_even_when_the_hashes_collide(monkeypatch):
     from irpass_onnx.export import builder
 
     monkeypatch.setattr(builder.zlib, "crc32", lambda data: 0)  # every array: one hash
-    q, k, v = var("q", shape=(1, 2, 12, 4)), var("k", shape=(1, 2, 12, 4)), \
-        var("v", shape=(1, 2, 12, 4))
-    masks = [RNG.random((12, 12)) < 0.8 for _ in range(2)]
-    y = q
-    for m in masks:
-        y = op.nn.attention(y, k, v, irpass.const(m), is_causal=True)
-    mod = fn([q, k, v], y)
-    export(mod, 17, {n: normal(1, 2, 12, 4) for n in "qkv"})  # each layer its own bias
-    biases = [t for t in to_onnx(mod, opset=17).graph.initializer if list(t.dims) == [12, 12]]
-    assert len(biases) == 2
+    masks = [irpass.const(RNG.random((12, 12)) < 0.8) for _ in range(2)]
+    assert _bias_initializers(_stacked_attention(masks)) == 2  # each layer its own bias
 
 
 def test_attention_decomposition_with_symbolic_sizes() -> None:

@@ -55,7 +55,7 @@ from ..options import DIM_VALUES, ImportOptions
 from . import registry
 from .context import NodeContext, read_tensor
 from .dynamic import RuntimeOperand, dynamic_call
-from .tied import MIN_BYTES, transposed_copies
+from .tied import transposed_copies
 
 __all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset", "inline_functions",
            "implicit_inputs", "subgraphs"]
@@ -285,7 +285,7 @@ class GraphImporter:
     def _initializers(self) -> list[Var]:
         """Bind every initializer; return the params made of them (weights="params")."""
         params: list[Var] = []
-        big: list[tuple[str, Constant]] = []
+        consts: list[tuple[str, Constant]] = []
         # a subgraph's initializers are constants: only @main has params
         as_params = self.options.weights == "params" and self._root is self
         if len(self.graph.sparse_initializer):
@@ -307,9 +307,8 @@ class GraphImporter:
                 raise self.fail(f"initializer {t.name!r}: cannot read its data: {err}") from err
             c = Constant(np.asarray(data, dtype=numpy_dtype(dtype)))
             self._bind(t.name, c, self.const_type(c))
-            if c.data.nbytes >= MIN_BYTES:
-                big.append((t.name, c))
-        for name, of in transposed_copies(big).items():  # a tied weight stored twice
+            consts.append((t.name, c))
+        for name, of in transposed_copies(consts).items():  # a tied weight stored twice
             self._bind(name, Call(Op.get("transpose"), [self.env[of]], {"axes": [1, 0]}))
         return params
 
