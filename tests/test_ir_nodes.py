@@ -472,6 +472,11 @@ def test_unchecked_call_is_the_same_node_as_the_checked_one():
         _ = fast.checked_type  # no type yet, like every new node
     with pytest.raises(AttributeError, match="immutable"):
         fast.args = ()
+    with pytest.raises(AttributeError, match="immutable"):
+        del fast.op
+    ty = TensorType((2,), "float32")
+    typed = Call._unchecked(TEST_OP, (x,), checked.attrs, ty, (x,))
+    assert type(typed) is Call and typed.checked_type is ty and typed._bound_by == (x,)
     plain = Call._unchecked(Op.get("exp"), (x,), Call(Op.get("exp"), [x]).attrs)
     assert structural_equal(plain, Call(Op.get("exp"), [x]))
 
