@@ -451,7 +451,9 @@ def _tied_embedding(rows: int = 1024, width: int = 256, folded: bool = False,
     """GPT-2's tied weights: one table read by the lookup and, transposed, by the output
     projection, through a ``Transpose`` (as the dynamo exporter writes it) or, ``folded``, as
     a second initializer holding the transpose (as the TorchScript exporter writes it; one
-    element changed when ``differ``)."""
+    element changed when ``differ``). The default table is 1 MiB, both the smallest the
+    importer compares (``tied.MIN_BYTES``) and the smallest FoldConstant leaves shared
+    (``SHARED_WEIGHT_BYTES``): the tests below fail if either size moves without the other."""
     from onnx import TensorProto, helper, numpy_helper
 
     table = rng.standard_normal((rows, width)).astype(np.float32)

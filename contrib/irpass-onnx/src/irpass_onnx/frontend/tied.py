@@ -18,7 +18,8 @@ from irpass.ir import Constant
 __all__ = ["MIN_BYTES", "transposed_copies"]
 
 #: Initializers smaller than this are not compared: the saving is the size of a weight, and
-#: FoldConstant would fold the transpose of a smaller one back (its shared-weight size).
+#: FoldConstant would fold the transpose of a smaller one back (its shared-weight size; the
+#: pack's tied-weight tests use a table of exactly this size, so they fail if the two part).
 MIN_BYTES = 1 << 20
 
 # the side of the square tiles compared at a time
