@@ -318,20 +318,15 @@ class Constant(Expr):
             return cls(data)
         data.setflags(write=False)
         _own_storage(data)
-        node = _new_node(_ConstantBuilder)
-        node._checked_type = None
-        node._bound_by = ()  # a constant uses no var: see Expr._bound_by
-        node.data = data.view()
-        node.__class__ = Constant
-        return node
+        return Constant._unchecked(data.view())
 
-    @classmethod
-    def _over_bytes(cls, data: np.ndarray) -> Constant:
+    @staticmethod
+    def _unchecked(data: np.ndarray) -> Constant:
         """A constant holding ``data``, which the caller made as ``Constant(data)`` would
-        keep it: a read-only, C-contiguous, native-order view of a ``bytes`` object, of a
-        supported dtype (the text parser's metadata entries; the parser checked the
-        dtype). ``Constant(data)``'s checks cost 1.2-2.4 us a constant, about a quarter of
-        parsing a module of small constants (W1)."""
+        keep it: a read-only, C-contiguous, native-order array of a supported dtype that no
+        one can write to (a view of a ``bytes`` object, as the text parser's metadata
+        entries are, or an array :meth:`_own` took over). ``Constant(data)``'s checks cost
+        1.2-2.4 us a constant, about a quarter of parsing a module of small constants (W1)."""
         node = _new_node(_ConstantBuilder)
         node._checked_type = None
         node._bound_by = ()  # a constant uses no var: see Expr._bound_by

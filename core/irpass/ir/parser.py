@@ -521,7 +521,7 @@ class _Parser:
             )
         # the section's arrays view its decoded bytes (see _metadata_entry); metadata=
         # arrays are the caller's, checked (and copied where needed) by Constant()
-        const = Constant._over_bytes(arr) if k in self.meta_views else Constant(arr)
+        const = Constant._unchecked(arr) if k in self.meta_views else Constant(arr)
         self.meta_consts[k] = const
         return const
 
