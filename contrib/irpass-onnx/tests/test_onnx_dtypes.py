@@ -96,6 +96,26 @@ def test_export_writes_each_type_from_its_opset_and_refuses_it_before(elem):
                                             op.cast(v, dtype))), opset=older)
 
 
+@pytest.mark.parametrize("elem", sorted(TYPES), ids=lambda e: TP.DataType.Name(e))
+@pytest.mark.parametrize("where", ["initializer 'w'", "graph input 0 'x'"])
+def test_a_type_the_models_opset_lacks_is_refused_at_import_naming_where(elem, where):
+    # no op of an older opset takes the type, and no export could write it at that opset
+    need = DTYPE_MIN_OPSET[TYPES[elem]]
+    model = data_model(elem, need - 1)
+    # the other value (and what it flows to) of a type every opset has
+    if where.startswith("initializer"):
+        model.graph.input[0].type.tensor_type.elem_type = TP.FLOAT
+        model.graph.output[0].type.tensor_type.elem_type = TP.FLOAT
+    else:
+        model.graph.initializer[0].CopyFrom(
+            onnx.numpy_helper.from_array(np.zeros((2, 3), np.float32), "w"))
+        model.graph.output[1].type.tensor_type.elem_type = TP.FLOAT
+    with pytest.raises(OnnxImportError, match=rf"{where}: ONNX element type "
+                       rf"{TP.DataType.Name(elem)} is not in the model's opset {need - 1} "
+                       rf"\(ONNX has it from opset {need}\)"):
+        from_onnx(model)
+
+
 def test_a_type_irpass_lacks_is_refused_naming_where():
     model = make_model([helper.make_node("Identity", ["x"], ["y"])], {}, {"y": TP.FLOAT}, 13)
     model.graph.input.append(helper.make_tensor_value_info("s", TP.STRING, [2]))

@@ -81,6 +81,39 @@ def test_without_a_static_declared_shape_the_import_names_node_operand_and_outpu
     assert "output 0 't'" in msg and "static shape" in msg
 
 
+@pytest.mark.parametrize("shape_type, shape_dims, slice_inputs, expected", [
+    # a float shape operand: Reshape takes int64 only
+    (F32, [2], None, r"not a valid Reshape node: .*shape.*float"),
+    # a 2-D shape operand
+    (I64, [1, 2], None, r"not a valid Reshape node: .*shape input must be 1D"),
+    # Slice's ends as a float run-time value
+    (I64, [2], ["x", "starts", "fends"], r"not a valid Slice node: .*tensor\(float\)"),
+    # Slice with two inputs, one of them run-time
+    (I64, [2], ["x", "starts"], r"not a valid Slice node: .*input size 2 not in range"),
+])
+def test_a_node_whose_run_time_operands_break_its_schema_is_refused_at_import(
+        shape_type, shape_dims, slice_inputs, expected):
+    # Deferred to run time, the node is still checked at import by ONNX's own inference
+    # from its inputs' types, so the model's error names the node now, not when it runs
+    # or is exported.
+    inputs = [helper.make_tensor_value_info("x", F32, [2, 6])]
+    if slice_inputs is None:
+        nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")]
+        inputs.append(helper.make_tensor_value_info("shape", shape_type, shape_dims))
+        out = [3, 4]
+    else:
+        nodes = [helper.make_node("Slice", slice_inputs, ["y"], name="s")]
+        inputs += [helper.make_tensor_value_info("starts", I64, [2]),
+                   helper.make_tensor_value_info("fends", F32, [2])]
+        out = [1, 3]
+    model = _model(nodes, inputs[:1] + [i for i in inputs[1:] if i.name in nodes[0].input],
+                   [helper.make_tensor_value_info("y", F32, out)])
+    with pytest.raises(OnnxImportError, match=expected) as info:
+        from_onnx(model)
+    assert f"node 0 {nodes[0].name!r} ({nodes[0].op_type})" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
 def test_value_info_or_shape_inference_types_an_intermediate_node():
     # Dropout's ratio is a graph input; nothing declares the Dropout's output, but its shape
     # does not depend on the ratio, so ONNX's shape inference gives it

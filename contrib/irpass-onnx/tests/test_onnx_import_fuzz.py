@@ -1,15 +1,16 @@
 """The importer on corrupted models: every failure is one :class:`OnnxImportError` naming the
 file and where in the model (node, graph input or output, initializer, opset), never another
 exception from deep inside; a corrupted model that still imports gives a well-formed module
-that type-checks.
+that type-checks and exports as a model ``onnx.checker`` passes.
 
 A few small models (built with ``onnx.helper``, covering the converters' input and attribute
-handling) and the light SqueezeNet are corrupted with seeded random field changes of the
-ModelProto: dims, element types, names and op types that are not valid UTF-8, attribute types
-and values, missing, extra and undefined inputs, duplicated outputs, initializer data of the
-wrong size, opsets, node order. Each corrupted model is serialized, written to a file and read
-through the pack's loader. ``python test_onnx_import_fuzz.py N [SEED]`` runs N models per base
-model (the test runs a bounded slice).
+handling), the light SqueezeNet and the committed zoo's tiny Llama are corrupted with seeded
+random field changes of the ModelProto: dims, element types, names and op types that are not
+valid UTF-8, attribute types and values, missing, extra and undefined inputs, duplicated
+outputs, initializer data of the wrong size, opsets, node order. Each corrupted model is
+serialized, written to a file and read through the pack's loader. ``python
+test_onnx_import_fuzz.py N [SEED]`` runs N models per base model (the test runs a bounded
+slice).
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ import numpy as np
 import onnx
 import pytest
 from irpass.ir import infer_type, well_formed
-from irpass_onnx import OnnxImportError, load_onnx
+from irpass_onnx import OnnxImportError, load_onnx, to_onnx
 from irpass_onnx.testing import light_model
 from onnx import AttributeProto, ModelProto, TensorProto, helper, numpy_helper
 
 F = TensorProto.FLOAT
 #: Corrupted models per base model in the test (a few seconds in all).
 CASES = 60
+#: The committed zoo (``make_models.py``).
+ZOO = Path(__file__).resolve().parents[1] / "models"
 #: What an error must name besides the file: where in the model it is.
 LOCATORS = ("node ", "graph input", "graph output", "initializer", "value_info", "opset",
             "the graph", "not a readable ONNX model", "sparse initializer")
@@ -128,9 +131,15 @@ def squeezenet() -> ModelProto:
     return light_model("squeezenet").load()
 
 
+def llama() -> ModelProto:
+    """The committed zoo's tiny Llama (dynamo export, SDPA with a mask): attention, rotary
+    tables, and shape operands computed at run time (nodes imported as ``onnx.node``)."""
+    return onnx.load(str(ZOO / "hf_llama_sdpa_mask.dynamo18.onnx"))
+
+
 BASES: dict[str, Callable[[], ModelProto]] = {
     "conv_net": conv_net, "shape_net": shape_net, "math_net": math_net,
-    "squeezenet": squeezenet,
+    "squeezenet": squeezenet, "llama": llama,
 }
 
 
@@ -409,6 +418,9 @@ def check_import(path: Path) -> str:
     report = well_formed(mod)
     assert report, f"imported an ill-formed module: {report}"
     infer_type(mod)
+    # what the importer takes, the exporter writes back as a valid model (an OnnxExportError
+    # here is an error of the model the import should have named)
+    onnx.checker.check_model(to_onnx(mod), full_check=True)
     return "ok"
 
 

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem, TupleType, Type
-from onnx import NodeProto, helper
+from onnx import NodeProto, checker, defs, helper, shape_inference
 
+from ..dtypes import onnx_type_of
 from ..node_op import OP_NAME  # the op of a node imported with runtime shape operands
 from ..options import ImportOptions
 
@@ -95,6 +96,8 @@ def dynamic_call(importer: GraphImporter, ctx: NodeContext, cause: RuntimeOperan
     for name in node.input:
         if name and is_region_value(importer.value(name)):
             return _region_member(ctx, importer.value(name))
+    slots = tuple(i for i in range(len(node.input)) if node.input[i])
+    _check_with_onnx(ctx, slots)
     operand = f"input {cause.index} ({cause.name}, {node.input[cause.index]!r})"
     out_types: list[TensorType] = []
     for j, name in enumerate(node.output):
@@ -105,12 +108,41 @@ def dynamic_call(importer: GraphImporter, ctx: NodeContext, cause: RuntimeOperan
         if ty is None:
             return _region(importer, ctx, operand, declared, f"output {j} {name!r}")
         out_types.append(ty)
-    slots = tuple(i for i in range(len(node.input)) if node.input[i])
     args = [ctx.input(i) for i in slots]
     call = _call(importer, ctx, node, slots, args, out_types, region=False)
     if len(out_types) == 1:
         return [call]
     return [TupleGetItem(call, j) for j in range(len(out_types))]
+
+
+def _check_with_onnx(ctx: NodeContext, slots: tuple[int, ...]) -> None:
+    """Refuse ``ctx``'s node when ONNX's own inference of it, from the types of its inputs
+    (``slots``), finds them wrong for the op. The converter that would check them runs only
+    when the model runs: a node whose shape operand is a float tensor or not 1-D, or that has
+    too few inputs, is an error of the model, named here rather than at run time or export.
+    (A node with an input that is not a tensor is left to its converter.)"""
+    node = ctx.node
+    input_types = {}
+    for i in slots:
+        ty = ctx.type_of_expr(ctx.input(i))
+        if not isinstance(ty, TensorType):
+            return
+        # float16 and bfloat16 are asked about as float32: an op that lacks them at some opset
+        # computes them in float32, and the export writes it so or names what is missing
+        # (export/emitters_dynamic.py); a symbolic dim is an unknown one to ONNX's inference
+        dtype = "float32" if ty.dtype in ("float16", "bfloat16") else ty.dtype
+        input_types[node.input[i]] = helper.make_tensor_type_proto(
+            onnx_type_of(dtype, node.input[i]), [d if type(d) is int else None for d in ty.shape])
+    try:
+        schema = defs.get_schema(node.op_type, ctx.opset, node.domain)
+    except defs.SchemaError:
+        return  # not an ONNX op at this opset: the converter that took it checks it
+    try:
+        shape_inference.infer_node_outputs(schema, node, input_types)
+    except (shape_inference.InferenceError, checker.ValidationError) as err:
+        ctx.fail(f"not a valid {node.op_type} node: {' '.join(str(err).split())}")
+    except Exception:  # noqa: BLE001, S110 - inference that cannot run decides nothing
+        pass
 
 
 def _call(importer: GraphImporter, ctx: NodeContext, node: NodeProto, slots: tuple[int, ...],

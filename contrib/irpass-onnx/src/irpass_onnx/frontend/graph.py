@@ -49,7 +49,15 @@ from irpass.ir.types import NUMPY_DTYPES, numpy_dtype
 from irpass.op.shape_values import as_call, eval_shape_call
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, TypeProto
 
-from ..dtypes import FLOAT_DTYPES, ONNX_TO_DTYPE, dtype_name, dtype_of
+from ..dtypes import (
+    DTYPE_MIN_OPSET,
+    DTYPE_TO_ONNX,
+    FLOAT_DTYPES,
+    ONNX_TO_DTYPE,
+    dtype_name,
+    dtype_of,
+    onnx_type_name,
+)
 from ..errors import OnnxImportError
 from ..options import DIM_VALUES, ImportOptions
 from . import registry
@@ -294,8 +302,9 @@ class GraphImporter:
                                         for t in self.graph.sparse_initializer))
         for t in self.graph.initializer:
             dtype = ONNX_TO_DTYPE.get(t.data_type)  # the message is formatted only when needed
-            if dtype is None:
+            if dtype is None or dtype in DTYPE_MIN_OPSET:
                 dtype = self._dtype(t.data_type, f"initializer {t.name!r}")
+                self._check_in_opset(dtype, f"initializer {t.name!r}")
             if as_params and dtype in FLOAT_DTYPES:
                 v = Var(t.name, TensorType(tuple(t.dims), dtype))
                 params.append(v)
@@ -317,6 +326,16 @@ class GraphImporter:
             return dtype_of(elem_type, where)
         except ValueError as err:
             raise self.fail(str(err)) from None
+
+    def _check_in_opset(self, dtype: str, where: str) -> None:
+        """An error naming ``where``, a value the graph gets (an initializer or an input), for a
+        dtype the model's opset does not have: no op of that opset takes it, and the exporter
+        could not write it back at that opset."""
+        need = DTYPE_MIN_OPSET.get(dtype, 0)
+        if need > self.opset:
+            since = f"from opset {need}" if need < 10**9 else "in no opset's operators yet"
+            raise self.fail(f"{where}: ONNX element type {onnx_type_name(DTYPE_TO_ONNX[dtype])} "
+                            f"is not in the model's opset {self.opset} (ONNX has it {since})")
 
     def _inputs(self) -> list[Var]:
         params: list[Var] = []
@@ -363,6 +382,7 @@ class GraphImporter:
 
         ty = self._tensor_type(tp, where, symbolic)
         assert ty is not None  # a tensor with a shape, every dim resolved
+        self._check_in_opset(ty.dtype, where)
         return ty
 
     def _size_var(self, name: str, unknown: bool = False) -> SizeVar:
