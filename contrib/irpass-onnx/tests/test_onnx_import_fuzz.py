@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from irpass.ir import infer_type, well_formed
-from irpass_onnx import OnnxImportError, load_onnx, to_onnx
+from irpass.ir import Constant, infer_type, well_formed
+from irpass_onnx import OnnxImportError, from_onnx, load_onnx, to_onnx
+from irpass_onnx.frontend.graph import MAX_FOLD_ELEMENTS
 from irpass_onnx.testing import light_model
 from onnx import AttributeProto, ModelProto, TensorProto, helper, numpy_helper
 
@@ -441,6 +442,23 @@ def _refused(tmp_path: Path, data: bytes) -> str:
     message = str(info.value)
     assert message.startswith(f"{path}: "), message
     return message
+
+
+@pytest.mark.parametrize("length, folded", [(MAX_FOLD_ELEMENTS, True),
+                                             (MAX_FOLD_ELEMENTS + 1, False)])
+def test_a_huge_integer_result_of_constants_stays_a_computation(length, folded):
+    # A constant corrupted from 2 to 2**31 made the import compute a 16 GB int64 product of
+    # constants (and the system kill the process). Past MAX_FOLD_ELEMENTS such a result stays
+    # a computation: the next node whose shapes disagree refuses the model, and a model that
+    # means it runs it when it runs. (bool: 64 MB when the bound is missing.)
+    model = _graph_model(
+        [helper.make_node("Expand", ["c", "shape"], ["y"], name="expand")], [],
+        [("y", TensorProto.BOOL, [length])],
+        {"c": np.array([True]), "shape": np.array([length], np.int64)})
+    body = from_onnx(model)["main"].body
+    assert isinstance(body, Constant) is folded
+    if not folded:
+        assert body.op.name == "broadcast_to"
 
 
 def test_a_negative_input_dim_names_the_input(tmp_path):

@@ -4,7 +4,8 @@ The walk keeps, for every ONNX value name, its irpass expression (``env``) and t
 every expression built (``types``, computed with the ops' type relations as converters return
 new expressions, so converters can ask for the types of their inputs). Values computed only
 from constants with integer or bool results (shape arithmetic) are evaluated at import and
-become constants; float computations stay in the IR for FoldConstant.
+become constants, up to :data:`MAX_FOLD_ELEMENTS` elements; float computations, and bigger
+results, stay in the IR for FoldConstant.
 
 Subgraphs (the branches of ``If``, the bodies of ``Loop``, ``Scan`` and ``SequenceMap``) are
 walked the same way by a child importer whose ``env`` sees the enclosing graphs' values
@@ -70,6 +71,12 @@ __all__ = ["GraphImporter", "DEFAULT_DOMAINS", "model_opset", "inline_functions"
 
 #: The domains of the standard ONNX operators.
 DEFAULT_DOMAINS = ("", "ai.onnx")
+
+#: The most elements an integer or bool result computed from constants has for the import to
+#: compute it (512 MiB of int64). Shape arithmetic stays far below; a bigger result (a mask
+#: over a long sequence, or a dim a corrupted constant made 2**31) stays a computation, so
+#: that the import neither writes it into memory nor fails for want of it.
+MAX_FOLD_ELEMENTS = 1 << 26
 
 
 def model_opset(model: ModelProto, source: str) -> int:
@@ -502,7 +509,7 @@ class GraphImporter:
                 if ty.dtype not in FLOAT_DTYPES and type(expr) is not Constant:
                     if foldable is None:
                         foldable = self._reads_constants_only(node)
-                    if foldable:
+                    if foldable and _small(ty):
                         expr = self._fold(expr, ty, ctx)
                     elif self.size_vars:  # shapes may be symbolic: maybe a shape value
                         expr = self._shape_value(expr, ty)
@@ -973,6 +980,12 @@ def _children(e: Expr) -> Sequence[Expr]:
     if isinstance(e, Function):
         return (e.body,)
     return ()
+
+
+def _small(ty: TensorType) -> bool:
+    """Whether the import computes a value of type ``ty`` (see :data:`MAX_FOLD_ELEMENTS`)."""
+    size = ty.size
+    return type(size) is int and size <= MAX_FOLD_ELEMENTS
 
 
 def _plain_type(tp: TypeProto) -> TensorType | None:
