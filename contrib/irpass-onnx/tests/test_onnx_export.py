@@ -17,6 +17,7 @@ from irpass.op.sort import topk
 from irpass.testing import random_inputs
 from irpass_onnx import OnnxExportError, from_onnx
 from irpass_onnx.export import supported_ops, to_onnx
+from irpass_onnx.export.emitters_index import RANGE_CONSTANT_MAX
 from irpass_onnx.testing import assert_outputs_close
 from irpass_onnx.testing import run_onnxruntime as run_ort
 from onnx import TensorProto, helper
@@ -1085,6 +1086,30 @@ def test_a_dynamic_bfloat16_compress_runs_in_float32_with_declared_types():
     got, expected = irpass.evaluate(from_onnx(model), **inputs), irpass.evaluate(mod, **inputs)
     assert np.asarray(got).dtype == np.asarray(expected).dtype
     np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(expected, np.float32))
+
+
+def test_a_long_range_of_known_bounds_is_a_range_node_not_an_initializer():
+    n = RANGE_CONSTANT_MAX + 1
+    x = var("x", shape=(n,), dtype="int64")
+    mod = fn([x], op.add(x, op.arange(0, n, 1, dtype="int64")))
+    model = to_onnx(mod)
+    onnx.checker.check_model(model, full_check=True)
+    assert "Range" in [node.op_type for node in model.graph.node]
+    assert all(np.prod(t.dims) <= 1 for t in model.graph.initializer)
+    xs = np.arange(n, dtype=np.int64)[::-1].copy()
+    np.testing.assert_array_equal(run_ort(model, {"x": xs})[0], xs + np.arange(n))
+    # one element fewer: an initializer, as every short range
+    short = to_onnx(fn([y := var("y", shape=(n - 1,), dtype="int64")],
+                       op.add(y, op.arange(0, n - 1, 1, dtype="int64"))))
+    assert "Range" not in [node.op_type for node in short.graph.node]
+
+
+def test_a_value_the_export_cannot_compute_is_an_export_error_naming_the_node():
+    # opset 10 has no Range: the range is computed, and 2**62 int64 elements are more than
+    # numpy can hold. The ValueError becomes an OnnxExportError naming the node.
+    mod = fn([], op.arange(0, 1 << 62, 1, dtype="int64"))
+    with pytest.raises(OnnxExportError, match=r"arange.*ValueError: .*too big.*opset 10"):
+        to_onnx(mod, opset=10)
 
 
 def test_a_node_of_a_type_onnx_lacks_at_the_export_opset_is_a_clean_error():

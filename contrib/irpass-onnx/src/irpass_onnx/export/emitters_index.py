@@ -304,11 +304,17 @@ def _scalar_as(ctx: EmitContext, i: int, dtype: str) -> str:
     return ctx.input(i) if ctx.type_of(i).dtype == dtype else ctx.cast(ctx.input(i), dtype)
 
 
+#: The most elements of a range with known bounds that the export writes as an initializer;
+#: a longer one is a ``Range`` node (from opset 11), which the file holds in a few bytes.
+RANGE_CONSTANT_MAX = 1 << 16
+
+
 @emitter("arange")
 def _arange(ctx: EmitContext) -> str:
     a = ctx.attrs
     bounds = [a["start"], a["stop"], a["step"]]
-    if not any(isinstance(v, DimExpr) for v in bounds):
+    if not any(isinstance(v, DimExpr) for v in bounds) and (
+            ctx.opset < 11 or ctx.out_type.size <= RANGE_CONSTANT_MAX):
         # the bounds are attributes, so the result is known
         return ctx.constant(ctx.node.expr.op.kernel((), a), hint="range")
     start, stop = (0, a["start"]) if a["stop"] is None else (a["start"], a["stop"])

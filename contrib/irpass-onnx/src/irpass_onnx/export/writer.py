@@ -211,7 +211,12 @@ class _Emission:
             else:
                 ctx = EmitContext(builder, v, self.name_of, self.subgraph)
                 fn = EMITTERS.get(v.op) or CONTROL_EMITTERS[v.op]
-                out = fn(ctx)
+                try:
+                    out = fn(ctx)
+                except (ValueError, TypeError, ArithmeticError, MemoryError) as err:
+                    # what an emitter's numpy work raises (a value too big to compute, say)
+                    # is an export error naming the node, as the emitters' own are
+                    raise ctx.fail(f"{type(err).__name__}: {err}") from err
             if isinstance(out, list):
                 tuple_outs[id(v)] = out
             else:
