@@ -523,23 +523,51 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-if __name__ == "__main__":  # a longer run: python test_onnx_import_fuzz.py N [SEED]
+def check_pipeline(path: Path) -> None:
+    """For a corrupted model that imports: -O3, export, ``onnx.checker`` and the re-import of
+    the export, each without an exception but a clean refusal of the re-import of a model whose
+    every run fails (FoldConstant then warned that a kernel raised)."""
+    from irpass.transform import PassContext, default_pipeline
+
+    with PassContext(opt_level=3) as ctx:
+        mod = default_pipeline(3)(load_onnx(path))
+        raised = any("raised" in str(d) for d in ctx.diag.diagnostics)
+    out = to_onnx(mod)
+    onnx.checker.check_model(out, full_check=True)
+    try:
+        from_onnx(out)
+    except OnnxImportError:
+        if not raised:
+            raise
+
+
+if __name__ == "__main__":
+    # A longer run: python test_onnx_import_fuzz.py N [SEED] [--zoo]: N corruptions of each
+    # base model (--zoo: of every model of the committed zoo instead), each that imports also
+    # through -O3, export and re-import (check_pipeline).
     import tempfile
     import traceback
     from collections import Counter
 
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    args = [a for a in sys.argv[1:] if a != "--zoo"]
+    count = int(args[0]) if args else 1000
+    first = int(args[1]) if len(args) > 1 else 0
+    bases = dict(BASES)
+    if "--zoo" in sys.argv:
+        bases = {p.stem: (lambda p=p: onnx.load(str(p))) for p in sorted(ZOO.glob("*.onnx"))}
     escapes: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
-        for name, make in BASES.items():
+        for name, make in bases.items():
             base = make()
             results: Counter[str] = Counter()
             for seed in range(first, first + count):
                 data, kinds = corrupted(base, seed)
                 path = _write(Path(tmp) / f"{name}_{seed}.onnx", data)
                 try:
-                    results[check_import(path)] += 1
+                    outcome = check_import(path)
+                    if outcome == "ok":
+                        check_pipeline(path)
+                    results[outcome] += 1
                 except Exception as exc:  # noqa: BLE001
                     key = f"{type(exc).__name__}: {str(exc)[:150]}".replace("\n", " ")
                     if escapes[key] == 0:
@@ -549,5 +577,5 @@ if __name__ == "__main__":  # a longer run: python test_onnx_import_fuzz.py N [S
                             print(line.rstrip()[:400])
                     escapes[key] += 1
                     results["escaped"] += 1
-            print(name, dict(results))
+            print(name, dict(results), flush=True)
     print(f"{sum(escapes.values())} escapes, {len(escapes)} kinds")
