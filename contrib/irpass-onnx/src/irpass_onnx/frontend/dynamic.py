@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from irpass.ir import Call, Constant, Expr, Op, TensorType, TupleGetItem, TupleType, Type
-from onnx import NodeProto, checker, defs, helper, shape_inference
+from onnx import AttributeProto, NodeProto, checker, defs, helper, shape_inference
 
 from ..dtypes import onnx_type_of
 from ..node_op import OP_NAME  # the op of a node imported with runtime shape operands
@@ -120,8 +120,11 @@ def _check_with_onnx(ctx: NodeContext, slots: tuple[int, ...]) -> None:
     (``slots``), finds them wrong for the op. The converter that would check them runs only
     when the model runs: a node whose shape operand is a float tensor or not 1-D, or that has
     too few inputs, is an error of the model, named here rather than at run time or export.
-    (A node with an input that is not a tensor is left to its converter.)"""
+    (A node with subgraphs, whose inference needs the enclosing graphs' types, or with an
+    input that is not a tensor, is left to its converter.)"""
     node = ctx.node
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return
     input_types = {}
     for i in slots:
         ty = ctx.type_of_expr(ctx.input(i))
