@@ -41,7 +41,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_std_passes import count_ops, fresh, w2  # noqa: E402
-from irpass.ir import Call, Expr, Function, IRModule, Op, infer_type  # noqa: E402
+from irpass.ir import (  # noqa: E402
+    Call,
+    Expr,
+    Function,
+    IRModule,
+    Op,
+    infer_type,
+    post_order_visit,
+)
 from irpass.ir.gcpause import gc_paused  # noqa: E402
 from irpass.transform import get_pass  # noqa: E402
 
@@ -49,16 +57,7 @@ from irpass.transform import get_pass  # noqa: E402
 def post_order(func: Function) -> list[Expr]:
     """Every node of ``func``'s body once, each after its children."""
     order: list[Expr] = []
-    seen: set[Expr] = set()
-    stack: list[tuple[Expr, bool]] = [(func.body, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if children_done:
-            order.append(node)
-        elif node not in seen:
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children()) if c not in seen)
+    post_order_visit(func.body, order.append)
     return order
 
 

@@ -9,8 +9,8 @@ random field changes of the ModelProto: dims, element types, names and op types 
 valid UTF-8, attribute types and values, missing, extra and undefined inputs, duplicated
 outputs, initializer data of the wrong size, opsets, node order. Each corrupted model is
 serialized, written to a file and read through the pack's loader. ``python
-test_onnx_import_fuzz.py N [SEED]`` runs N models per base model (the test runs a bounded
-slice).
+test_onnx_import_fuzz.py N [SEED] [--zoo]`` runs N models per base model (the test runs a
+bounded slice), or per model of the committed zoo, each through -O3 and re-import too.
 """
 
 from __future__ import annotations

@@ -97,7 +97,8 @@ def dynamic_call(importer: GraphImporter, ctx: NodeContext, cause: RuntimeOperan
         if name and is_region_value(importer.value(name)):
             return _region_member(ctx, importer.value(name))
     slots = tuple(i for i in range(len(node.input)) if node.input[i])
-    _check_with_onnx(ctx, slots)
+    args = [ctx.input(i) for i in slots]
+    _check_with_onnx(ctx, slots, args)
     operand = f"input {cause.index} ({cause.name}, {node.input[cause.index]!r})"
     out_types: list[TensorType] = []
     for j, name in enumerate(node.output):
@@ -108,26 +109,26 @@ def dynamic_call(importer: GraphImporter, ctx: NodeContext, cause: RuntimeOperan
         if ty is None:
             return _region(importer, ctx, operand, declared, f"output {j} {name!r}")
         out_types.append(ty)
-    args = [ctx.input(i) for i in slots]
     call = _call(importer, ctx, node, slots, args, out_types, region=False)
     if len(out_types) == 1:
         return [call]
     return [TupleGetItem(call, j) for j in range(len(out_types))]
 
 
-def _check_with_onnx(ctx: NodeContext, slots: tuple[int, ...]) -> None:
+def _check_with_onnx(ctx: NodeContext, slots: tuple[int, ...], args: list[Expr]) -> None:
     """Refuse ``ctx``'s node when ONNX's own inference of it, from the types of its inputs
-    (``slots``), finds them wrong for the op. The converter that would check them runs only
-    when the model runs: a node whose shape operand is a float tensor or not 1-D, or that has
-    too few inputs, is an error of the model, named here rather than at run time or export.
+    (``args``, in input ``slots``), finds them wrong for the op. The converter that would
+    check them runs only when the model runs: a node whose shape operand is a float tensor or
+    not 1-D, or that has too few inputs, is an error of the model, named here rather than at
+    run time or export.
     (A node with subgraphs, whose inference needs the enclosing graphs' types, or with an
     input that is not a tensor, is left to its converter.)"""
     node = ctx.node
     if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
         return
     input_types = {}
-    for i in slots:
-        ty = ctx.type_of_expr(ctx.input(i))
+    for i, arg in zip(slots, args, strict=True):
+        ty = ctx.type_of_expr(arg)
         if not isinstance(ty, TensorType):
             return
         # float16 and bfloat16 are asked about as float32: an op that lacks them at some opset
