@@ -204,3 +204,26 @@ def test_dims_tensor_exports_as_computed_sizes() -> None:
         got = run_onnxruntime(exported, feed)[0]
         assert got.dtype == np.int32 and got.tolist() == want.tolist()
         np.testing.assert_array_equal(irpass.evaluate(mod, **feed)[0], want)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_a_softmax_between_reshapes_of_a_symbolic_batch_exports(opset) -> None:
+    # The export's peephole that runs a 2-D softmax between two reshapes on the full shape
+    # compared products of dims with numpy, which a size variable breaks (a TypeError from
+    # deep inside, found by fuzzing SqueezeNet's input dims)
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Reshape", ["x", "flat"], ["f"]),
+         helper.make_node("Softmax", ["f"], ["p"], axis=1),
+         helper.make_node("Reshape", ["p", "s"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 4])],
+        [onnx.numpy_helper.from_array(np.array([-1, 4], np.int64), "flat")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    out = to_onnx(optimize_o3(from_onnx(model)))
+    onnx.checker.check_model(out, full_check=True)
+    for n in (1, 5):
+        x = np.random.default_rng(n).standard_normal((n, 3, 4)).astype(np.float32)
+        assert not check_outputs_close(run_onnxruntime(out, {"x": x}),
+                                       run_onnxruntime(model, {"x": x}),
+                                       rtol=RANDOM_RTOL, scaled_atol=SCALED_ATOL)

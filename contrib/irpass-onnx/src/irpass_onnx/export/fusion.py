@@ -28,6 +28,7 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+from irpass.ir.dims import dim_prod
 
 from .graph import Const, Item, Lowered, Node
 
@@ -277,9 +278,9 @@ def _fuse_coerced_softmax(node: Node, uses: dict, consumers: dict, opset: int) -
     full = tuple(x.type.shape)
     if tuple(back.type.shape) != full:
         return
+    # dims may be symbolic (a batch size): their products compare as polynomials
     axis = next((k for k in range(len(full) + 1)
-                 if int(np.prod(full[:k], dtype=np.int64)) == shape2[0]
-                 and int(np.prod(full[k:], dtype=np.int64)) == shape2[1]), None)
+                 if dim_prod(full[:k]) == shape2[0] and dim_prod(full[k:]) == shape2[1]), None)
     if axis is None or axis == len(full):
         return
     if opset >= 13:
