@@ -227,3 +227,35 @@ def test_a_softmax_between_reshapes_of_a_symbolic_batch_exports(opset) -> None:
         assert not check_outputs_close(run_onnxruntime(out, {"x": x}),
                                        run_onnxruntime(model, {"x": x}),
                                        rtol=RANDOM_RTOL, scaled_atol=SCALED_ATOL)
+
+
+def test_a_group_norm_over_symbolic_spatial_dims_exports() -> None:
+    # its export flattens the spatial dims; their product was taken with numpy (a TypeError on
+    # a size variable, as in the softmax peephole above)
+    graph = helper.make_graph(
+        [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2,
+                          epsilon=1e-5)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, "H", "W"])],
+        [onnx.numpy_helper.from_array(np.linspace(0.5, 2, 4, dtype=np.float32), "scale"),
+         onnx.numpy_helper.from_array(np.linspace(-1, 1, 4, dtype=np.float32), "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    out = to_onnx(from_onnx(model))
+    onnx.checker.check_model(out, full_check=True)
+    for shape in ((1, 4, 3, 5), (1, 4, 2, 2)):
+        x = np.random.default_rng(shape[2]).standard_normal(shape).astype(np.float32)
+        assert not check_outputs_close(run_onnxruntime(out, {"x": x}),
+                                       run_onnxruntime(model, {"x": x}),
+                                       rtol=RANDOM_RTOL, scaled_atol=SCALED_ATOL)
+
+
+def test_an_argmax_over_axes_with_a_symbolic_dim_exports() -> None:
+    # over several axes the export flattens them into one, of their product's size
+    x = irpass.var("x", shape=(3, SizeVar("n"), 4))
+    mod = irpass.IRModule.from_expr(irpass.Function([x], irpass.op.argmax(x, axis=[1, 2])))
+    out = to_onnx(mod)
+    onnx.checker.check_model(out, full_check=True)
+    for n in (1, 2, 5):
+        xs = np.random.default_rng(n).standard_normal((3, n, 4)).astype(np.float32)
+        np.testing.assert_array_equal(run_onnxruntime(out, {"x": xs})[0],
+                                      xs.reshape(3, -1).argmax(axis=1))

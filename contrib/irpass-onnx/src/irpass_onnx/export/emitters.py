@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from irpass.ir.dims import dim_prod
 from irpass.op.create import shape_value
 from irpass.op.linalg import einsum_terms
 from irpass.op.reduce import reduce_axes
@@ -392,7 +393,7 @@ def _arg_extreme(ctx: EmitContext) -> str:
     # over several axes the index counts in their row-major order: move them last, as one
     kept = [a for a in range(len(shape)) if a not in axes]
     x = ctx.transpose(x, kept + list(axes))
-    x = ctx.reshape(x, [shape[a] for a in kept] + [int(np.prod([shape[a] for a in axes]))])
+    x = ctx.reshape(x, [shape[a] for a in kept] + [dim_prod(shape[a] for a in axes)])
     y = ctx.emit(op_type, [x], axis=len(kept), keepdims=0,
                  select_last_index=1 if last else None)
     return y if tuple(shape[a] for a in kept) == out_shape else ctx.reshape(y, out_shape)

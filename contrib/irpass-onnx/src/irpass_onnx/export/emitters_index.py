@@ -12,7 +12,7 @@ the core gives them a row of ``off_value``, and onnxruntime has few of its type 
 from __future__ import annotations
 
 import numpy as np
-from irpass.ir.dims import DimExpr
+from irpass.ir.dims import DimExpr, dim_prod
 from irpass.op.indexing import slice_bounds
 
 from .builder import EmitContext, emitter
@@ -27,7 +27,7 @@ def _take(ctx: EmitContext) -> str:
     mode = ctx.attrs["mode"]
     data = ctx.input(0)
     if axis is None:
-        size = int(np.prod(data_ty.shape, dtype=np.int64))
+        size = dim_prod(data_ty.shape)
         data = ctx.reshape(data, (size,)) if len(data_ty.shape) != 1 else data
         axis = 0
     else:

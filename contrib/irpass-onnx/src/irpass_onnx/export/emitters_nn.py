@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from irpass.ir.dims import dim_prod
 
 from .builder import EmitContext, emitter
 from .graph import Const, Node
@@ -409,7 +410,7 @@ def _grouped_norm(ctx: EmitContext) -> str:
         shift = ctx.input(2) if a["center"] else ctx.constant(np.zeros(channels, dtype))
         y = ctx.emit("InstanceNormalization", [x, scale, shift], epsilon=a["epsilon"])
         return ctx.transpose(y, undo)
-    rest = int(np.prod(moved[2:], dtype=np.int64)) * (channels // groups)
+    rest = dim_prod(moved[2:]) * (channels // groups)
     y = ctx.emit("InstanceNormalization",
                  [ctx.reshape(x, (moved[0], groups, rest)),
                   ctx.constant(np.ones(groups, dtype)), ctx.constant(np.zeros(groups, dtype))],
